@@ -1,0 +1,150 @@
+// Configuration: the environment (CONTRACT §10) and the CLI's flags, read once into one
+// validated Config that is passed to every module. Nothing else reads process.env.
+
+export const PRODUCT = 'roost';
+
+export interface RateSpec {
+  /** Bucket size: requests allowed in one period. */
+  limit: number;
+  /** The period over which the bucket refills completely, in milliseconds. */
+  periodMs: number;
+  /** The text the operator wrote, e.g. "20/min". */
+  text: string;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  /** Public origin used in returned URLs, no trailing slash. */
+  baseUrl: string;
+  /** True when ROOST_BASE_URL was not given: the server derives it from the bound port. */
+  baseUrlFromPort: boolean;
+  /** SQLite file (the embedded default); ignored when databaseUrl is set. */
+  dbPath: string;
+  /** postgres://… — use PostgreSQL instead of SQLite. */
+  databaseUrl?: string;
+  /** Connections in this instance's PostgreSQL pool. */
+  pgPoolSize: number;
+  /** PostgreSQL statement_timeout for pool connections, in milliseconds. */
+  pgStatementTimeoutMs: number;
+  smtpPort: number;
+  smtpHost: string;
+  mailDomain: string;
+  createRate: RateSpec;
+  /** Fastify's trustProxy: false, true, a hop count or a list of addresses/CIDRs. */
+  trustProxy: boolean | number | string[];
+  maxBodyBytes: number;
+  maxEmailBytes: number;
+  defaultTtlSeconds?: number;
+  maxTtlSeconds?: number;
+  logLevel: string;
+  /** How often expired addresses and old events are purged (CONTRACT §2: within a minute). */
+  sweepIntervalMs: number;
+  /** How long SIGTERM waits for in-flight requests before closing storage. */
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+/** The recognised variables, so that `roost serve --help` and the README agree. */
+export const ENV_VARS = [
+  'PORT', 'HOST', 'ROOST_BASE_URL', 'ROOST_DB', 'DATABASE_URL', 'ROOST_PG_POOL_SIZE',
+  'ROOST_PG_STATEMENT_TIMEOUT_MS', 'ROOST_SMTP_PORT', 'ROOST_SMTP_HOST', 'ROOST_MAIL_DOMAIN',
+  'ROOST_CREATE_RATE', 'ROOST_TRUST_PROXY', 'ROOST_MAX_BODY_BYTES', 'ROOST_MAX_EMAIL_BYTES',
+  'ROOST_DEFAULT_TTL_SECONDS', 'ROOST_MAX_TTL_SECONDS', 'LOG_LEVEL', 'ROOST_SWEEP_INTERVAL_MS',
+] as const;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number;
+function integer(env: Env, name: string, fallback: undefined, min: number, max: number): number | undefined;
+function integer(env: Env, name: string, fallback: number | undefined, min: number, max: number) {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+const PERIODS: Record<string, number> = { sec: 1_000, second: 1_000, s: 1_000, min: 60_000, minute: 60_000, m: 60_000, hour: 3_600_000, h: 3_600_000 };
+
+export function parseRate(text: string): RateSpec {
+  const match = /^\s*(\d+)\s*\/\s*([a-z]+)\s*$/i.exec(text);
+  const periodMs = match ? PERIODS[match[2].toLowerCase()] : undefined;
+  if (!match || periodMs === undefined || Number(match[1]) < 1) {
+    throw new ConfigError(`ROOST_CREATE_RATE must look like "20/min" (N/sec, N/min or N/hour, N ≥ 1), got "${text}"`);
+  }
+  return { limit: Number(match[1]), periodMs, text: text.trim() };
+}
+
+function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
+  if (raw === undefined || raw === '' || /^(0|false|off|no)$/i.test(raw)) return false;
+  if (/^(true|on|yes)$/i.test(raw)) return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function parseSize(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const match = /^\s*(\d+)\s*(b|kb|kib|k|mb|mib|m)?\s*$/i.exec(raw);
+  if (!match) throw new ConfigError(`${name} must be a byte count such as 262144, 256KiB or 10MiB, got "${raw}"`);
+  const unit = (match[2] ?? 'b').toLowerCase();
+  const factor = unit.startsWith('k') ? 1024 : unit.startsWith('m') ? 1024 * 1024 : 1;
+  const value = Number(match[1]) * factor;
+  if (value < 1024) throw new ConfigError(`${name} must be at least 1 KiB`);
+  return value;
+}
+
+export function loadConfig(env: Env = {}): Config {
+  const port = integer(env, 'PORT', 3000, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const rawBase = env.ROOST_BASE_URL || `http://localhost:${port}`;
+  let baseUrl: string;
+  try {
+    const url = new URL(rawBase);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
+    baseUrl = rawBase.replace(/\/+$/, '');
+  } catch {
+    throw new ConfigError(`ROOST_BASE_URL must be an http(s) URL, got "${rawBase}"`);
+  }
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be a postgres:// URL');
+  }
+  const defaultTtlSeconds = integer(env, 'ROOST_DEFAULT_TTL_SECONDS', undefined, 60, 31_536_000);
+  const maxTtlSeconds = integer(env, 'ROOST_MAX_TTL_SECONDS', undefined, 60, 31_536_000);
+  if (defaultTtlSeconds !== undefined && maxTtlSeconds !== undefined && defaultTtlSeconds > maxTtlSeconds) {
+    throw new ConfigError('ROOST_DEFAULT_TTL_SECONDS cannot exceed ROOST_MAX_TTL_SECONDS');
+  }
+  const logLevel = (env.LOG_LEVEL || 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const mailDomain = (env.ROOST_MAIL_DOMAIN || 'localhost').toLowerCase();
+  if (!/^[a-z0-9.-]+$/.test(mailDomain)) throw new ConfigError(`ROOST_MAIL_DOMAIN is not a domain name: "${mailDomain}"`);
+
+  return {
+    port,
+    host,
+    baseUrl,
+    baseUrlFromPort: !env.ROOST_BASE_URL,
+    dbPath: env.ROOST_DB || './data/roost.db',
+    databaseUrl,
+    pgPoolSize: integer(env, 'ROOST_PG_POOL_SIZE', 10, 1, 1000),
+    pgStatementTimeoutMs: integer(env, 'ROOST_PG_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
+    smtpPort: integer(env, 'ROOST_SMTP_PORT', 2525, 0, 65535),
+    smtpHost: env.ROOST_SMTP_HOST || host,
+    mailDomain,
+    createRate: parseRate(env.ROOST_CREATE_RATE || '20/min'),
+    trustProxy: parseTrustProxy(env.ROOST_TRUST_PROXY),
+    maxBodyBytes: parseSize(env, 'ROOST_MAX_BODY_BYTES', 256 * 1024),
+    maxEmailBytes: parseSize(env, 'ROOST_MAX_EMAIL_BYTES', 10 * 1024 * 1024),
+    defaultTtlSeconds,
+    maxTtlSeconds,
+    logLevel,
+    sweepIntervalMs: integer(env, 'ROOST_SWEEP_INTERVAL_MS', 30_000, 50, 3_600_000),
+    shutdownGraceMs: 10_000,
+  };
+}

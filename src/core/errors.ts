@@ -1,0 +1,64 @@
+// Errors are values with a code (CONTRACT §6), thrown from the core and rendered once at
+// the edge of each transport: HTTP as {"error":{code,message}}, MCP as a tool error,
+// SMTP as a reply code.
+
+export type ErrorCode =
+  | 'invalid_request'
+  | 'invalid_json'
+  | 'idempotency_key_mismatch'
+  | 'unauthorized'
+  | 'address_not_found'
+  | 'event_not_found'
+  | 'inbox_not_found'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'rate_limited'
+  | 'queue_full'
+  | 'internal_error'
+  | 'unavailable';
+
+export class RoostError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    readonly status: number,
+    message: string,
+    /** Extra response headers, e.g. Retry-After or WWW-Authenticate. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'RoostError';
+  }
+
+  toJSON() {
+    return { error: { code: this.code, message: this.message } };
+  }
+}
+
+export const invalidRequest = (message: string) => new RoostError('invalid_request', 400, message);
+
+export const addressNotFound = () =>
+  new RoostError('address_not_found', 404, 'No return address with this id exists (it may have been deleted or have expired).');
+
+export const unauthorized = (why: string) =>
+  new RoostError('unauthorized', 401, `${why} Send the read token from the creation response as "Authorization: Bearer roost_read_…".`, {
+    'WWW-Authenticate': 'Bearer realm="roost"',
+  });
+
+export const inboxNotFound = () =>
+  new RoostError('inbox_not_found', 404, 'No inbox exists at this URL. Check the inbox_url from the creation response.');
+
+export const eventNotFound = () =>
+  new RoostError('event_not_found', 404, 'No event with this id exists in this return address.');
+
+export const queueFull = (retryAfterSeconds: number) =>
+  new RoostError(
+    'queue_full',
+    429,
+    'The return address holds 1000 unacknowledged events; nothing is dropped, so this delivery is refused until the reader acknowledges events. Retry later.',
+    { 'Retry-After': String(retryAfterSeconds) },
+  );
+
+export const unavailable = (message = 'Storage is unavailable; retry shortly.') =>
+  new RoostError('unavailable', 503, message, { 'Retry-After': '1' });

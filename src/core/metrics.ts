@@ -1,0 +1,60 @@
+// Prometheus metrics (CONTRACT §9): one registry per running service, so that several
+// servers in one process (tests) do not share counters. No label ever holds a secret or
+// an address id (unbounded cardinality); only transports and outcomes.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly deliveries = new Counter({
+    name: 'roost_deliveries_total',
+    help: 'Deliveries by transport and outcome (created, duplicate, queue_full, not_found).',
+    labelNames: ['transport', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly duplicates = new Counter({
+    name: 'roost_duplicates_total',
+    help: 'Deliveries recognised as idempotent repeats (answered 200, nothing queued).',
+    registers: [this.registry],
+  });
+
+  readonly addressesCreated = new Counter({
+    name: 'roost_addresses_created_total',
+    help: 'Return addresses created.',
+    registers: [this.registry],
+  });
+
+  readonly pollsHeld: Gauge;
+
+  readonly wakeLatency = new Histogram({
+    name: 'roost_wake_latency_seconds',
+    help: 'From the commit that woke a held poll or stream to its answer being ready.',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+
+  readonly storageErrors = new Counter({
+    name: 'roost_storage_errors_total',
+    help: 'Storage operations that failed (the request answered 500 or 503).',
+    registers: [this.registry],
+  });
+
+  readonly eventsPurged = new Counter({
+    name: 'roost_events_purged_total',
+    help: 'Events removed by retention or expiry.',
+    registers: [this.registry],
+  });
+
+  constructor(heldPolls: () => number) {
+    this.pollsHeld = new Gauge({
+      name: 'roost_polls_held',
+      help: 'Long-polls currently held open.',
+      registers: [this.registry],
+      collect() {
+        this.set(heldPolls());
+      },
+    });
+    collectDefaultMetrics({ register: this.registry, prefix: 'roost_' });
+  }
+}

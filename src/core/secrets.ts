@@ -1,0 +1,56 @@
+// Identifiers and secrets (CONTRACT §1). Ids carry 128 random bits, secrets 256, all from
+// the CSPRNG. Secrets are kept only as SHA-256 digests and compared in constant time, so a
+// copy of the database grants nothing and timing reveals nothing.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { PRODUCT } from '../config.js';
+
+export const READ_TOKEN_PREFIX = `${PRODUCT}_read_`;
+export const INGRESS_SECRET_PREFIX = `${PRODUCT}_ingress_`;
+
+const random = (bytes: number) => randomBytes(bytes).toString('base64url');
+
+export const newAddressId = () => `addr_${random(16)}`;
+export const newEventId = () => `evt_${random(16)}`;
+export const newReadToken = () => `${READ_TOKEN_PREFIX}${random(32)}`;
+export const newIngressSecret = () => `${INGRESS_SECRET_PREFIX}${random(32)}`;
+
+/** The only form in which a secret is stored: hex SHA-256. */
+export function digestSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/** Constant-time check of a presented secret against a stored digest. */
+export function secretMatches(presented: string, storedDigest: string): boolean {
+  const a = Buffer.from(digestSecret(presented), 'hex');
+  const b = Buffer.from(storedDigest, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+const SLUG_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+
+/** 10 characters of a 36-letter alphabet: ~51.7 bits, above the contract's 40. */
+function randomSlugPart(): string {
+  // Rejection sampling keeps every letter equally likely (256 is not a multiple of 36).
+  let out = '';
+  while (out.length < 10) {
+    for (const byte of randomBytes(16)) {
+      if (byte < 252 && out.length < 10) out += SLUG_ALPHABET[byte % 36];
+    }
+  }
+  return out;
+}
+
+/** Slug per CONTRACT §1: ^[a-z0-9]+(-[a-z0-9]+)*$, ≤ 40 chars, led by the slugified name. */
+export function newSlug(name?: string): string {
+  const lead = (name ?? '')
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+/, '')
+    .slice(0, 24)
+    .replace(/-+$/, '');
+  return lead ? `${lead}-${randomSlugPart()}` : randomSlugPart();
+}
+
+export const SLUG_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;

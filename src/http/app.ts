@@ -1,0 +1,91 @@
+// Builds the Fastify application: body handling, validation, error rendering, OpenAPI,
+// and the routes. Transports register here; the operations live in core/service.ts.
+import swagger from '@fastify/swagger';
+import { Ajv } from 'ajv';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Metrics } from '../core/metrics.js';
+import type { RoostService } from '../core/service.js';
+import type { Waiters } from '../core/waiters.js';
+import type { Storage } from '../storage/storage.js';
+import { installErrorHandling } from './errors.js';
+import { addressRoutes } from './routes/addresses.js';
+import { eventRoutes } from './routes/events.js';
+import { inboxRoutes } from './routes/inbox.js';
+import { opsRoutes } from './routes/ops.js';
+
+export interface AppDeps {
+  config: Config;
+  service: RoostService;
+  storage: Storage;
+  waiters: Waiters;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    roost: AppDeps;
+  }
+}
+
+/** Inbox paths carry the ingress secret: log them with the secret cut out (CONTRACT §1). */
+export function redactUrl(url: string): string {
+  return url.replace(/(\/inbox\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]');
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config, metrics } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: config.maxBodyBytes,
+    // A hop count is accepted at run time (proxy-addr) though Fastify's types omit it.
+    trustProxy: config.trustProxy as boolean | string[],
+    onProtoPoisoning: 'ignore', // bodies are stored, never merged into objects: keep them as sent
+    onConstructorPoisoning: 'ignore',
+    return503OnClosing: true,
+    forceCloseConnections: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  });
+  app.decorate('roost', deps);
+
+  // Bodies: Fastify collects the bytes (bounded by bodyLimit → 413); routes decode them.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+  // Bodies are validated strictly (no coercion, no silent removal: CONTRACT §3 wants 400);
+  // query strings arrive as text, are pre-checked as digits, then coerced.
+  const bodyAjv = new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false, strict: false });
+  const queryAjv = new Ajv({ coerceTypes: true, removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
+  for (const ajv of [bodyAjv, queryAjv]) {
+    ajv.addFormat('date-time', true).addFormat('email', true).addFormat('uri', true);
+  }
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema));
+
+  installErrorHandling(app, metrics, config.maxBodyBytes);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Roost',
+        version: '0.1.0',
+        description:
+          'Return addresses for software agents: an email address, a secret inbox URL and a durable, ordered, long-pollable event queue read with a bearer token.',
+      },
+      servers: [{ url: config.baseUrl }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'The read token (roost_read_…) from the creation response.' },
+        },
+      },
+    },
+  });
+
+  await app.register(addressRoutes);
+  await app.register(eventRoutes);
+  await app.register(inboxRoutes);
+  await app.register(opsRoutes);
+  return app;
+}

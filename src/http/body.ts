@@ -1,0 +1,51 @@
+// Request bodies. Fastify is told to hand every body over as a Buffer (bounded by the
+// body limit), and each route decodes it here with the contract's rules: JSON only for
+// `application/json` and `application/*+json` (415 otherwise), 400 `invalid_json` for
+// bytes that do not parse. Raw capture (CONTRACT §3.1) keeps the Buffer as it is.
+import type { FastifyRequest } from 'fastify';
+import { RoostError } from '../core/errors.js';
+
+/** The media type without parameters, lower case; undefined when absent or blank. */
+export function mediaType(request: FastifyRequest): string | undefined {
+  const header = request.headers['content-type'];
+  const type = header?.split(';')[0].trim().toLowerCase();
+  return type || undefined;
+}
+
+export function isJsonMediaType(type: string | undefined): boolean {
+  return type !== undefined && /^application\/([a-z0-9.!#$&^_-]+\+)?json$/.test(type);
+}
+
+function charsetIsUtf8(request: FastifyRequest): boolean {
+  const match = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '');
+  return !match || /^utf-?8$/i.test(match[1]);
+}
+
+export function rawBody(request: FastifyRequest): Buffer {
+  return Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+}
+
+/**
+ * Decodes the JSON body. `optional`: an empty body is `undefined`, and a body without any
+ * Content-Type is read as JSON (create-address, CONTRACT §2). Otherwise a JSON media type
+ * is required (deliver, CONTRACT §3).
+ */
+export function decodeJsonBody(request: FastifyRequest, { optional }: { optional: boolean }): unknown {
+  const bytes = rawBody(request);
+  const type = mediaType(request);
+  if (bytes.length === 0 && optional) return undefined;
+  const acceptable = isJsonMediaType(type) || (optional && type === undefined);
+  if (!acceptable || !charsetIsUtf8(request)) {
+    throw new RoostError(
+      'unsupported_media_type',
+      415,
+      `The body must be JSON sent with "Content-Type: application/json"${type ? `, not "${type}"` : ''}.`,
+    );
+  }
+  if (bytes.length === 0) throw new RoostError('invalid_json', 400, 'The body is empty; send a JSON object.');
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    throw new RoostError('invalid_json', 400, `The body is not valid JSON (${(error as Error).message}).`);
+  }
+}

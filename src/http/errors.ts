@@ -1,0 +1,87 @@
+// Renders every failure of the REST interface as {"error":{code,message}} (CONTRACT §6):
+// our RoostErrors, Fastify's validation and parsing errors, unknown routes (404), wrong
+// methods (405) and crashes (500 without internals).
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { RoostError } from '../core/errors.js';
+import type { Metrics } from '../core/metrics.js';
+
+interface AjvError {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+/** "/metadata/a" → "metadata.a"; the whole body or query when the path is empty. */
+function fieldName(path: string | undefined, context: string | undefined): string {
+  const field = (path ?? '').replace(/^\//, '').split('/').filter(Boolean).join('.');
+  return field || (context === 'querystring' ? 'query' : context || 'body');
+}
+
+export function validationMessage(errors: AjvError[], context: string | undefined): string {
+  const first = errors[0] ?? {};
+  const params = first.params ?? {};
+  const base = fieldName(first.instancePath, context);
+  if (first.keyword === 'additionalProperties') {
+    const prop = String(params.additionalProperty);
+    return `Unknown field "${base === 'body' ? prop : `${base}.${prop}`}": it is not part of this request's schema.`;
+  }
+  if (first.keyword === 'required') return `Missing required field "${String(params.missingProperty)}".`;
+  if (base === 'body' && first.keyword === 'type') return `The body must be a JSON ${String(params.type)}.`;
+  return `Invalid ${base}: ${first.message ?? 'is not valid'}.`;
+}
+
+const FASTIFY_CODES: Record<string, { status: number; code: RoostError['code']; message: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'payload_too_large', message: 'The request body exceeds the size limit.' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'unsupported_media_type', message: 'Unsupported Content-Type; send JSON.' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'invalid_request', message: 'Content-Length does not match the body.' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'invalid_json', message: 'The body is empty; send a JSON object.' },
+  FST_ERR_BAD_URL: { status: 400, code: 'invalid_request', message: 'The URL is malformed.' },
+  FST_ERR_ASYNC_CONSTRAINT: { status: 400, code: 'invalid_request', message: 'The request is malformed.' },
+};
+
+export function sendError(reply: FastifyReply, error: RoostError): FastifyReply {
+  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+  return reply.code(error.status).type('application/json; charset=utf-8').send(error.toJSON());
+}
+
+export function installErrorHandling(app: FastifyInstance, metrics: Metrics, maxBodyBytes: number): void {
+  // Collected as routes are added, to tell a wrong method (405) from an unknown path (404).
+  const routes: Array<{ pattern: RegExp; methods: Set<string> }> = [];
+  app.addHook('onRoute', (route) => {
+    const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`);
+    const methods = ([] as string[]).concat(route.method);
+    const existing = routes.find((r) => r.pattern.source === pattern.source);
+    if (existing) methods.forEach((m) => existing.methods.add(m));
+    else routes.push({ pattern, methods: new Set(methods) });
+  });
+
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0];
+    const allowed = new Set<string>();
+    for (const route of routes) if (route.pattern.test(path)) route.methods.forEach((m) => allowed.add(m));
+    if (allowed.size > 0) {
+      reply.header('Allow', [...allowed].sort().join(', '));
+      return sendError(reply, new RoostError('method_not_allowed', 405, `${request.method} is not allowed here; use ${[...allowed].sort().join(' or ')}.`));
+    }
+    return sendError(reply, new RoostError('not_found', 404, `No route ${request.method} ${path}. See /api/v1/openapi.json.`));
+  });
+
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof RoostError) return sendError(reply, error);
+    if (error.validation) {
+      return sendError(reply, new RoostError('invalid_request', 400, validationMessage(error.validation as AjvError[], error.validationContext)));
+    }
+    const known = error.code ? FASTIFY_CODES[error.code] : undefined;
+    if (known) {
+      const message = known.code === 'payload_too_large' ? `The request body exceeds the ${maxBodyBytes}-byte limit.` : known.message;
+      return sendError(reply, new RoostError(known.code, known.status, message));
+    }
+    if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+      return sendError(reply, new RoostError('invalid_request', 400, 'The request is malformed.'));
+    }
+    metrics.storageErrors.inc();
+    request.log.error({ err: error }, 'request failed');
+    return sendError(reply, new RoostError('internal_error', 500, 'Something went wrong on our side; the request was not completed. Retry later.'));
+  });
+}

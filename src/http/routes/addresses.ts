@@ -1,0 +1,70 @@
+// POST /api/v1/addresses (create, rate-limited), GET and DELETE /api/v1/addresses/{id}.
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { RoostError } from '../../core/errors.js';
+import { AddressResponseSchema, CreateAddressResponseSchema, CreateAddressSchema, type CreateAddress } from '../../schemas.js';
+import { decodeJsonBody } from '../body.js';
+import { bearerSecurity, errorResponses, requestToken } from './common.js';
+
+export const AddressParamsSchema = Type.Object({
+  addressId: Type.String({ description: 'The address id (addr_…).' }),
+});
+
+export async function addressRoutes(app: FastifyInstance): Promise<void> {
+  const { service } = app.roost;
+
+  app.post<{ Body: CreateAddress }>('/api/v1/addresses', {
+    schema: {
+      summary: 'Create a return address (no authentication)',
+      description: 'The body is optional. The read token in the response is shown once: store the whole response.',
+      body: CreateAddressSchema,
+      response: { 201: CreateAddressResponseSchema, ...errorResponses(400, 413, 415, 429) },
+    },
+    // Every create request takes a token, valid or not, before its body is even read (CONTRACT §9).
+    onRequest: async (request, reply) => {
+      const bucket = await service.takeCreateToken(request.ip);
+      reply.header('RateLimit-Limit', app.roost.config.createRate.limit);
+      reply.header('RateLimit-Remaining', bucket.remaining);
+      reply.header('RateLimit-Reset', Math.ceil(bucket.resetMs / 1000));
+      if (!bucket.allowed) {
+        const retryAfter = Math.max(1, Math.ceil(bucket.retryAfterMs / 1000));
+        throw new RoostError('rate_limited', 429, `Too many return addresses created from this client; retry in ${retryAfter} s.`, {
+          'Retry-After': String(retryAfter),
+        });
+      }
+    },
+    preValidation: async (request) => {
+      request.body = (decodeJsonBody(request, { optional: true }) ?? {}) as CreateAddress;
+    },
+    handler: async (request, reply) => {
+      const created = await service.createAddress(request.body);
+      reply.header('Location', `/api/v1/addresses/${created.address.id}`);
+      reply.header('Cache-Control', 'no-store');
+      return reply.code(201).send(created);
+    },
+  });
+
+  app.get<{ Params: { addressId: string } }>('/api/v1/addresses/:addressId', {
+    schema: {
+      summary: 'Get a return address',
+      security: bearerSecurity,
+      params: AddressParamsSchema,
+      response: { 200: AddressResponseSchema, ...errorResponses(401, 404) },
+    },
+    handler: async (request) => service.getAddress(request.params.addressId, requestToken(request)),
+  });
+
+  app.delete<{ Params: { addressId: string } }>('/api/v1/addresses/:addressId', {
+    schema: {
+      summary: 'Delete a return address and its events',
+      description: 'The read token and the inbox URL stop working at once.',
+      security: bearerSecurity,
+      params: AddressParamsSchema,
+      response: { 204: Type.Null({ description: 'Deleted.' }), ...errorResponses(401, 404) },
+    },
+    handler: async (request, reply) => {
+      await service.deleteAddress(request.params.addressId, requestToken(request));
+      return reply.code(204).send();
+    },
+  });
+}

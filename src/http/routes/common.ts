@@ -1,0 +1,23 @@
+// Pieces shared by the route modules: the Error response schemas for OpenAPI, and the
+// bearer credential of a request.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { bearerToken } from '../../core/service.js';
+import { ErrorSchema } from '../../schemas.js';
+
+/** Error responses, keyed by status, for a route's `response` schema. */
+export function errorResponses(...statuses: number[]): Record<number, typeof ErrorSchema> {
+  return Object.fromEntries(statuses.map((status) => [status, ErrorSchema]));
+}
+
+export const bearerSecurity = [{ bearer: [] as string[] }];
+
+export const requestToken = (request: FastifyRequest) => bearerToken(request.headers.authorization);
+
+/** An AbortSignal that fires when the client goes away before the answer is written. */
+export function clientGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}

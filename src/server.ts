@@ -1,0 +1,79 @@
+// Builds and starts everything — storage, service, HTTP (with MCP), SMTP, sweeper — and
+// stops it in order on shutdown (CONTRACT §9): stop accepting, answer held polls, finish
+// in-flight writes, close storage.
+import type { FastifyInstance } from 'fastify';
+import type { DestinationStream, Logger } from 'pino';
+import type { Config } from './config.js';
+import { Metrics } from './core/metrics.js';
+import { RoostService, type Clock } from './core/service.js';
+import { Sweeper } from './core/sweeper.js';
+import { Waiters } from './core/waiters.js';
+import { buildApp } from './http/app.js';
+import { createLogger } from './logger.js';
+import { openStorage } from './storage/open.js';
+import type { Storage } from './storage/storage.js';
+
+export interface StartOptions {
+  /** A fake clock, for tests of expiry and retention. */
+  clock?: Clock;
+  /** Where JSON logs go (default stdout). */
+  logDestination?: DestinationStream;
+  /** Use this storage instead of opening one from the configuration. */
+  storage?: Storage;
+}
+
+export interface RunningRoost {
+  /** The HTTP origin actually listened on, e.g. http://127.0.0.1:41234. */
+  url: string;
+  /** The SMTP port listened on, or null when SMTP is disabled. */
+  smtpPort: number | null;
+  config: Config;
+  service: RoostService;
+  storage: Storage;
+  waiters: Waiters;
+  metrics: Metrics;
+  app: FastifyInstance;
+  logger: Logger;
+  sweeper: Sweeper;
+  close(): Promise<void>;
+}
+
+export async function startRoost(config: Config, options: StartOptions = {}): Promise<RunningRoost> {
+  const logger = createLogger(config.logLevel, options.logDestination);
+  const storage = options.storage ?? (await openStorage(config));
+  const waiters = new Waiters();
+  const metrics = new Metrics(() => waiters.held);
+  const service = new RoostService(storage, waiters, config, metrics, options.clock);
+  // Commits made by other instances (PostgreSQL) wake the polls held here.
+  const stopListening = storage.onExternalChange?.((addressId) => waiters.wake(addressId));
+
+  const app = await buildApp({ config, service, storage, waiters, metrics, logger });
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`;
+  if (config.baseUrlFromPort) config.baseUrl = `http://localhost:${port}`;
+
+  const smtpPort: number | null = null;
+
+  const sweeper = new Sweeper(service, config.sweepIntervalMs, logger);
+  sweeper.start();
+
+  logger.info(
+    { http: url, baseUrl: config.baseUrl, smtpPort, storage: storage.description },
+    `Roost listening on ${url} (SMTP ${smtpPort ?? 'off'}, storage ${storage.description})`,
+  );
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      waiters.closeAll(); // held polls answer with what they have
+      await app.close(); // stop accepting; wait for in-flight requests
+      await sweeper.stop();
+      stopListening?.();
+      await storage.close(); // pending group commits land first
+    })());
+
+  return { url, smtpPort, config, service, storage, waiters, metrics, app, logger, sweeper, close };
+}

@@ -1,0 +1,306 @@
+// The embedded engine: one SQLite file through better-sqlite3, for one process.
+// WAL with synchronous=FULL, so a 202 survives power loss. Appends that arrive together
+// share one transaction and one fsync (group commit): each caller's promise resolves only
+// after the COMMIT that holds its event, so "202 means durable" still holds per request.
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { takeFromBucket } from '../core/token-bucket.js';
+import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
+import type {
+  AddressRecord, AppendInput, AppendResult, EventPageRecord, EventRecord, PurgeResult, Storage, TokenBucketResult,
+} from './storage.js';
+
+interface AddressRow {
+  id: string; slug: string; name: string; task_id: string | null; email: string;
+  created_at: number; expires_at: number | null; read_token_digest: string; ingress_secret_digest: string;
+}
+
+interface EventRow {
+  id: string; address_id: string; sequence: number; type: string; source: string; data: string;
+  metadata: string | null; dedupe_key: string | null; created_at: number; acknowledged_at: number | null;
+}
+
+interface PendingAppend {
+  input: AppendInput;
+  capacity: number;
+  resolve(result: AppendResult): void;
+  reject(error: unknown): void;
+}
+
+const toAddress = (row: AddressRow): AddressRecord => ({
+  id: row.id,
+  slug: row.slug,
+  name: row.name,
+  taskId: row.task_id,
+  email: row.email,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  readTokenDigest: row.read_token_digest,
+  ingressSecretDigest: row.ingress_secret_digest,
+});
+
+const toEvent = (row: EventRow): EventRecord => ({
+  id: row.id,
+  addressId: row.address_id,
+  sequence: row.sequence,
+  type: row.type,
+  source: row.source,
+  dataJson: row.data,
+  metadataJson: row.metadata,
+  dedupeKey: row.dedupe_key,
+  createdAt: row.created_at,
+  acknowledgedAt: row.acknowledged_at,
+});
+
+const LIVE = '(expires_at IS NULL OR expires_at > @now)';
+const EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
+
+export interface SqliteOptions {
+  /** PRAGMA synchronous; FULL unless a benchmark asks otherwise. */
+  synchronous?: 'FULL' | 'NORMAL';
+  /** Turn group commit off (one transaction per append) for comparison in benchmarks. */
+  groupCommit?: boolean;
+}
+
+export class SqliteStorage implements Storage {
+  readonly engine = 'sqlite' as const;
+  readonly description: string;
+  private readonly db: Database.Database;
+  private pending: PendingAppend[] = [];
+  private closed = false;
+  private readonly groupCommit: boolean;
+  private readonly appendOne: Database.Transaction<(input: AppendInput, capacity: number) => AppendResult>;
+
+  private readonly sql;
+
+  constructor(path: string, options: SqliteOptions = {}) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.description = `sqlite:${path}`;
+    this.groupCommit = options.groupCommit ?? true;
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+    this.db.pragma('busy_timeout = 5000');
+    this.db.pragma('foreign_keys = ON');
+    this.migrate();
+    const db = this.db;
+    this.sql = {
+      insertAddress: db.prepare(
+        `INSERT INTO addresses (id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest)
+         VALUES (@id, @slug, @name, @taskId, @email, @createdAt, @expiresAt, @readTokenDigest, @ingressSecretDigest)`,
+      ),
+      addressById: db.prepare<{ id: string; now: number }, AddressRow>(`SELECT * FROM addresses WHERE id = @id AND ${LIVE}`),
+      addressBySlug: db.prepare<{ slug: string; now: number }, AddressRow>(`SELECT * FROM addresses WHERE slug = @slug AND ${LIVE}`),
+      deleteEventsOf: db.prepare('DELETE FROM events WHERE address_id = ?'),
+      deleteAddress: db.prepare('DELETE FROM addresses WHERE id = ?'),
+      sequenceOf: db.prepare<{ id: string; now: number }, { last_sequence: number }>(
+        `SELECT last_sequence FROM addresses WHERE id = @id AND ${LIVE}`,
+      ),
+      eventByKey: db.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND dedupe_key = ?`),
+      countEvents: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_id = ?'),
+      oldestAcknowledged: db.prepare<[string], { id: string }>(
+        'SELECT id FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT 1',
+      ),
+      anyAcknowledged: db.prepare<[string], { one: number }>(
+        'SELECT 1 AS one FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL LIMIT 1',
+      ),
+      deleteEvent: db.prepare('DELETE FROM events WHERE id = ?'),
+      bumpSequence: db.prepare('UPDATE addresses SET last_sequence = ? WHERE id = ?'),
+      insertEvent: db.prepare(
+        `INSERT INTO events (${EVENT_COLUMNS})
+         VALUES (@id, @addressId, @sequence, @type, @source, @dataJson, @metadataJson, @dedupeKey, @createdAt, NULL)`,
+      ),
+      page: db.prepare<[string, number, number], EventRow>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
+      ),
+      ack: db.prepare<[number, string, string], EventRow>(
+        `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?) WHERE id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
+      ),
+      ackUpTo: db.prepare('UPDATE events SET acknowledged_at = ? WHERE address_id = ? AND sequence <= ? AND acknowledged_at IS NULL'),
+      expired: db.prepare<[number], { id: string }>('SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 500'),
+      purgeOld: db.prepare('DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE created_at < ? LIMIT 5000)'),
+      bucket: db.prepare<[string], { tokens: number; updated_at: number }>('SELECT tokens, updated_at FROM rate_buckets WHERE key = ?'),
+      saveBucket: db.prepare(
+        `INSERT INTO rate_buckets (key, tokens, updated_at) VALUES (?, ?, ?)
+         ON CONFLICT (key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at`,
+      ),
+      forgetFullBuckets: db.prepare('DELETE FROM rate_buckets WHERE updated_at < ?'),
+    };
+    this.appendOne = db.transaction((input: AppendInput, capacity: number) => this.appendTransaction(input, capacity));
+  }
+
+  private migrate(): void {
+    this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    const applied = new Set(
+      this.db.prepare<[], { version: number }>('SELECT version FROM schema_migrations').all().map((r) => r.version),
+    );
+    const apply = this.db.transaction((m: (typeof SQLITE_MIGRATIONS)[number]) => {
+      this.db.exec(m.sql);
+      this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+    });
+    for (const migration of SQLITE_MIGRATIONS) if (!applied.has(migration.version)) apply.immediate(migration);
+  }
+
+  async insertAddress(address: AddressRecord): Promise<'ok' | 'slug_taken'> {
+    try {
+      this.sql.insertAddress.run(address);
+      return 'ok';
+    } catch (error) {
+      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' && /slug/.test(String(error))) return 'slug_taken';
+      throw error;
+    }
+  }
+
+  async getAddress(id: string, now: number): Promise<AddressRecord | null> {
+    const row = this.sql.addressById.get({ id, now });
+    return row ? toAddress(row) : null;
+  }
+
+  async getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null> {
+    const row = this.sql.addressBySlug.get({ slug, now });
+    return row ? toAddress(row) : null;
+  }
+
+  async deleteAddress(id: string): Promise<boolean> {
+    this.flush(); // appends queued before the delete land first, then go with it
+    return this.db.transaction(() => {
+      this.sql.deleteEventsOf.run(id);
+      return this.sql.deleteAddress.run(id).changes > 0;
+    })();
+  }
+
+  appendEvent(input: AppendInput, capacity: number): Promise<AppendResult> {
+    if (this.closed) return Promise.reject(new Error('storage is closed'));
+    return new Promise((resolve, reject) => {
+      this.pending.push({ input, capacity, resolve, reject });
+      if (!this.groupCommit) this.flush();
+      // Everything parsed in this turn of the event loop joins the same transaction.
+      else if (this.pending.length === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  /** Commits every pending append in one transaction (one fsync), then answers each. */
+  private flush(): void {
+    if (this.pending.length === 0) return;
+    const batch = this.pending;
+    this.pending = [];
+    const outcomes: Array<{ ok: true; result: AppendResult } | { ok: false; error: unknown }> = [];
+    try {
+      this.db.transaction(() => {
+        for (const item of batch) {
+          // A nested transaction is a savepoint: one failed append does not sink the rest.
+          try {
+            outcomes.push({ ok: true, result: this.appendOne.immediate(item.input, item.capacity) });
+          } catch (error) {
+            outcomes.push({ ok: false, error });
+          }
+        }
+      }).immediate();
+    } catch (error) {
+      // The COMMIT itself failed: nothing in the batch is durable.
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    batch.forEach((item, i) => {
+      const outcome = outcomes[i];
+      if (outcome.ok) item.resolve(outcome.result);
+      else item.reject(outcome.error);
+    });
+  }
+
+  private appendTransaction(input: AppendInput, capacity: number): AppendResult {
+    const address = this.sql.sequenceOf.get({ id: input.addressId, now: input.createdAt });
+    if (!address) return { status: 'address_not_found' };
+    if (input.dedupeKey !== null) {
+      const held = this.sql.eventByKey.get(input.addressId, input.dedupeKey);
+      if (held) return { status: 'duplicate', event: toEvent(held) };
+    }
+    if (this.sql.countEvents.get(input.addressId)!.n >= capacity) {
+      const oldest = this.sql.oldestAcknowledged.get(input.addressId);
+      if (!oldest) return { status: 'queue_full' };
+      this.sql.deleteEvent.run(oldest.id);
+    }
+    const sequence = address.last_sequence + 1;
+    this.sql.bumpSequence.run(sequence, input.addressId);
+    this.sql.insertEvent.run({ ...input, id: input.eventId, sequence });
+    return {
+      status: 'created',
+      event: {
+        id: input.eventId,
+        addressId: input.addressId,
+        sequence,
+        type: input.type,
+        source: input.source,
+        dataJson: input.dataJson,
+        metadataJson: input.metadataJson,
+        dedupeKey: input.dedupeKey,
+        createdAt: input.createdAt,
+        acknowledgedAt: null,
+      },
+    };
+  }
+
+  async hasRoom(addressId: string, capacity: number): Promise<boolean> {
+    return this.sql.countEvents.get(addressId)!.n < capacity || this.sql.anyAcknowledged.get(addressId) !== undefined;
+  }
+
+  async listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord> {
+    const rows = this.sql.page.all(addressId, after, limit + 1);
+    const hasMore = rows.length > limit;
+    return { events: (hasMore ? rows.slice(0, limit) : rows).map(toEvent), hasMore };
+  }
+
+  async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
+    const row = this.sql.ack.get(now, eventId, addressId);
+    return row ? toEvent(row) : null;
+  }
+
+  async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
+    return this.sql.ackUpTo.run(now, addressId, upTo).changes;
+  }
+
+  async purge(now: number, retainAfter: number): Promise<PurgeResult> {
+    const expiredAddressIds: string[] = [];
+    let eventsPurged = 0;
+    for (;;) {
+      const batch = this.sql.expired.all(now).map((r) => r.id);
+      if (batch.length === 0) break;
+      this.db.transaction(() => {
+        for (const id of batch) {
+          eventsPurged += this.sql.deleteEventsOf.run(id).changes;
+          this.sql.deleteAddress.run(id);
+        }
+      })();
+      expiredAddressIds.push(...batch);
+    }
+    // In slices, so that a large purge never holds the writer for long.
+    for (let changes = -1; changes !== 0; ) {
+      changes = this.sql.purgeOld.run(retainAfter).changes;
+      eventsPurged += changes;
+    }
+    return { expiredAddressIds, eventsPurged };
+  }
+
+  async takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult> {
+    return this.db.transaction(() => {
+      const row = this.sql.bucket.get(key);
+      const { next, result } = takeFromBucket(row ? { tokens: row.tokens, updatedAt: row.updated_at } : null, limit, periodMs, now);
+      this.sql.saveBucket.run(key, next.tokens, next.updatedAt);
+      // A bucket untouched for a whole period is full again: its row can go.
+      this.sql.forgetFullBuckets.run(now - periodMs);
+      return result;
+    })();
+  }
+
+  async ping(): Promise<void> {
+    this.db.prepare('SELECT 1').get();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.flush();
+    this.closed = true;
+    this.db.close();
+  }
+}

@@ -1,0 +1,128 @@
+// The storage interface: the domain operations Roost needs, with no SQL above this line.
+// Two engines implement it: sqlite.ts (embedded, one process) and postgres.ts (shared by
+// many instances). Every rule that concurrency could break — gapless sequences, one winner
+// per idempotency key, capacity and eviction — is enforced inside the engine's transaction.
+
+/** All times are milliseconds since the epoch (UTC). */
+export interface AddressRecord {
+  id: string;
+  slug: string;
+  name: string;
+  taskId: string | null;
+  email: string;
+  createdAt: number;
+  expiresAt: number | null;
+  /** Hex SHA-256 of the read token; the token itself is never stored. */
+  readTokenDigest: string;
+  /** Hex SHA-256 of the inbox secret; the secret itself is never stored. */
+  ingressSecretDigest: string;
+}
+
+export interface EventRecord {
+  id: string;
+  addressId: string;
+  sequence: number;
+  type: string;
+  source: string;
+  /** The delivered `data` as JSON text, exactly as serialised at delivery (key order kept). */
+  dataJson: string;
+  /** `metadata` as JSON text, or null when none was given. */
+  metadataJson: string | null;
+  dedupeKey: string | null;
+  createdAt: number;
+  acknowledgedAt: number | null;
+}
+
+export interface AppendInput {
+  addressId: string;
+  /** A fresh evt_ id; used only if the event is created. */
+  eventId: string;
+  type: string;
+  source: string;
+  dataJson: string;
+  metadataJson: string | null;
+  dedupeKey: string | null;
+  /** Also the "now" against which the address's expiry is checked. */
+  createdAt: number;
+}
+
+export type AppendResult =
+  | { status: 'created'; event: EventRecord }
+  /** The key matched an event still held: that event, unchanged. */
+  | { status: 'duplicate'; event: EventRecord }
+  /** 1000 events held and none acknowledged: nothing was written. */
+  | { status: 'queue_full' }
+  /** Unknown, deleted or expired. */
+  | { status: 'address_not_found' };
+
+export interface EventPageRecord {
+  events: EventRecord[];
+  /** Whether events with a higher sequence exist beyond the page. */
+  hasMore: boolean;
+}
+
+export interface TokenBucketResult {
+  allowed: boolean;
+  /** Whole tokens left after this request. */
+  remaining: number;
+  /** Milliseconds until the bucket is full again. */
+  resetMs: number;
+  /** Milliseconds until the next token, when refused. */
+  retryAfterMs: number;
+}
+
+export interface PurgeResult {
+  /** Ids of the expired addresses removed (with their events). */
+  expiredAddressIds: string[];
+  /** Events removed because they outlived retention. */
+  eventsPurged: number;
+}
+
+export interface Storage {
+  /** Which engine, for the start-up line and /readyz: "sqlite" or "postgres". */
+  readonly engine: 'sqlite' | 'postgres';
+  /** A human description without secrets, e.g. the file path or the database host. */
+  readonly description: string;
+
+  /** Inserts a new address; 'slug_taken' lets the caller draw another slug. */
+  insertAddress(address: AddressRecord): Promise<'ok' | 'slug_taken'>;
+  /** The live address with this id, or null when unknown, deleted or expired at `now`. */
+  getAddress(id: string, now: number): Promise<AddressRecord | null>;
+  /** The live address with this slug (the email local part, lower case), or null. */
+  getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null>;
+  /** Removes the address, its events and its secrets at once. False when it did not exist. */
+  deleteAddress(id: string): Promise<boolean>;
+
+  /**
+   * Appends one event in one transaction: checks the address is live, returns the held
+   * event for a repeated dedupe key, evicts the oldest acknowledged event at capacity,
+   * allocates sequence = previous maximum + 1 (never reused). Resolves only once durable.
+   */
+  appendEvent(input: AppendInput, capacity: number): Promise<AppendResult>;
+  /** Whether one more event could be accepted now (not full of unacknowledged events). */
+  hasRoom(addressId: string, capacity: number): Promise<boolean>;
+  /** Events with sequence > after, ascending, at most `limit`. */
+  listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord>;
+  /** Sets acknowledged_at if unset; returns the event (first acknowledged_at kept), or null. */
+  ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
+  /** Acknowledges every unacknowledged event with sequence ≤ upTo; returns how many. */
+  ackUpTo(addressId: string, upTo: number, now: number): Promise<number>;
+
+  /** Removes expired addresses (with their events) and events created before `retainAfter`. */
+  purge(now: number, retainAfter: number): Promise<PurgeResult>;
+
+  /** Takes one token from the bucket `key` (limit tokens, refilled evenly over periodMs). */
+  takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult>;
+
+  /**
+   * Engines shared by several processes report commits made elsewhere (an append or a
+   * delete), so that local long-polls wake. The report carries no data: a lost one costs
+   * latency, never correctness. Returns an unsubscribe function.
+   */
+  onExternalChange?(listener: (addressId: string) => void): () => void;
+
+  /** Resolves when the storage answers; rejects otherwise (for /readyz). */
+  ping(): Promise<void>;
+  /** Finishes pending writes and closes. */
+  close(): Promise<void>;
+}
