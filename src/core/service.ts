@@ -44,7 +44,7 @@ export interface ListOptions {
 export type Transport = 'http' | 'email' | 'mcp';
 
 const CREDENTIALS_NOTE =
-  'The read token is shown only in this response and cannot be recovered: store it now. ' +
+  'The read token is shown once, in this response only, and cannot be recovered: store it now. ' +
   'Read the events URL (and call the MCP URL) with the header "Authorization: Bearer <read_token>"; ' +
   'the inbox URL is a write-only secret for senders.';
 

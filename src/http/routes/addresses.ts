@@ -34,7 +34,9 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
       }
     },
     preValidation: async (request) => {
-      request.body = (decodeJsonBody(request, { optional: true }) ?? {}) as CreateAddress;
+      const body = decodeJsonBody(request, { optional: true });
+      // No body at all is the same as {} (CONTRACT §2); an explicit null is not an object.
+      request.body = (body === undefined ? {} : body) as CreateAddress;
     },
     handler: async (request, reply) => {
       const created = await service.createAddress(request.body);
