@@ -1,0 +1,264 @@
+// RoostClient: a fetch-based SDK for the REST interface (spec §4), typed from the wire
+// schemas in src/schemas.ts. It is what the `roost` CLI uses, and what an agent embeds to
+// create a return address, deliver to an inbox and follow its queue.
+import type {
+  Address, AddressResponse, CreateAddress, CreateAddressResponse, CreateEvent, ErrorBody, Event,
+  EventDeliveryResponse, EventPage, EventResponse,
+} from '../schemas.js';
+import { backoffDelay, sleep, type BackoffOptions } from './backoff.js';
+import { parseCredentials } from './credentials.js';
+import { RoostError, RoostNetworkError, describeNetworkFailure, isAbortError } from './errors.js';
+
+export const CLIENT_VERSION = '0.1.0';
+
+export interface RoostClientOptions {
+  /** The service's base URL, e.g. http://localhost:3000 (no trailing slash needed). */
+  baseUrl: string;
+  /** addr_… — needed by every call but createAddress and deliver. */
+  addressId?: string;
+  /** roost_read_… — the bearer token from the creation response. */
+  readToken?: string;
+  /** Give up on a request that has not answered in this long (default 30 s; long polls get `wait` on top). */
+  timeoutMs?: number;
+  /** Pacing of the retries done by events() (default 250 ms doubling up to 30 s). */
+  backoff?: BackoffOptions;
+  /** A fetch to use instead of the global one. */
+  fetch?: typeof fetch;
+  /** Sent as User-Agent. */
+  userAgent?: string;
+}
+
+export interface ListEventsOptions {
+  /** Return events whose sequence is greater than this (default 0). */
+  after?: number;
+  /** Page size, 1–100 (default 50). */
+  limit?: number;
+  /** Long-poll seconds, 0–25, when no event is past `after` (default 0). */
+  wait?: number;
+  signal?: AbortSignal;
+}
+
+export interface DeliverOptions {
+  /** Sent as Idempotency-Key: a retried delivery with the same key queues nothing new. */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
+export interface EventsOptions {
+  /** Start after this sequence (default 0: the whole queue). */
+  after?: number;
+  /**
+   * Acknowledge each event once the consumer has taken it: an event is acknowledged when
+   * the next one is requested (the loop body finished without leaving the loop). An event
+   * whose loop body ends with `break`, `return` or a throw is NOT acknowledged — the
+   * iterator cannot tell success from failure then — so ack it yourself if it was handled.
+   */
+  ack?: boolean;
+  /** Long-poll seconds per request, 1–25 (default 25). */
+  wait?: number;
+  /** Page size, 1–100 (default 100). */
+  limit?: number;
+  /** Aborting ends the iteration quietly, including a held poll or a backoff sleep. */
+  signal?: AbortSignal;
+  /** Called before each retry of a failed poll or ack, e.g. to show progress. */
+  onRetry?: (error: RoostError, delayMs: number, attempt: number) => void;
+}
+
+interface RequestOptions {
+  query?: Record<string, number | undefined>;
+  body?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  bearer?: boolean;
+}
+
+export class RoostClient {
+  readonly baseUrl: string;
+  readonly addressId?: string;
+  readonly #readToken?: string;
+  readonly #timeoutMs: number;
+  readonly #backoff: BackoffOptions;
+  readonly #fetch: typeof fetch;
+  readonly #userAgent: string;
+
+  constructor(options: RoostClientOptions) {
+    if (!options?.baseUrl) throw new TypeError('RoostClient needs a baseUrl, e.g. http://localhost:3000');
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.addressId = options.addressId;
+    this.#readToken = options.readToken;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#backoff = options.backoff ?? {};
+    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#userAgent = options.userAgent ?? `roost-client/${CLIENT_VERSION}`;
+  }
+
+  /**
+   * A client for the address of a saved creation response (the object, or its JSON text).
+   * The base URL comes from its endpoints unless `options.baseUrl` overrides it.
+   */
+  static fromCredentials(saved: CreateAddressResponse | string, options: Partial<RoostClientOptions> = {}): RoostClient {
+    const credentials = parseCredentials(saved);
+    return new RoostClient({
+      ...options,
+      baseUrl: options.baseUrl ?? credentials.baseUrl,
+      addressId: credentials.addressId,
+      readToken: credentials.readToken,
+    });
+  }
+
+  /** POST /api/v1/addresses. Persist the whole answer: its read token is shown once. */
+  async createAddress(request: CreateAddress = {}, options: { signal?: AbortSignal } = {}): Promise<CreateAddressResponse> {
+    return (await this.#request<CreateAddressResponse>('POST', '/api/v1/addresses', { body: request, signal: options.signal, bearer: false })).body;
+  }
+
+  async getAddress(options: { signal?: AbortSignal } = {}): Promise<Address> {
+    return (await this.#request<AddressResponse>('GET', this.#addressPath(), { signal: options.signal })).body.address;
+  }
+
+  /** Deletes the address and its events; its token and inbox URL stop working at once. */
+  async deleteAddress(options: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.#request('DELETE', this.#addressPath(), { signal: options.signal });
+  }
+
+  /** One page of the queue: events with sequence > after, ascending. */
+  async listEvents(options: ListEventsOptions = {}): Promise<EventPage> {
+    const { after, limit, wait, signal } = options;
+    const timeoutMs = this.#timeoutMs + (wait ?? 0) * 1000;
+    return (await this.#request<EventPage>('GET', `${this.#addressPath()}/events`, { query: { after, limit, wait }, signal, timeoutMs })).body;
+  }
+
+  /** Acknowledges one event; acknowledging again returns its first acknowledged_at. */
+  async ack(eventId: string, options: { signal?: AbortSignal } = {}): Promise<Event> {
+    const path = `${this.#addressPath()}/events/${encodeURIComponent(eventId)}/ack`;
+    return (await this.#request<EventResponse>('POST', path, { signal: options.signal })).body.event;
+  }
+
+  /**
+   * Delivers an event to an inbox URL (the secret in it is the only credential; no read
+   * token needed). `duplicate` is true when the idempotency key matched an earlier event,
+   * which is then returned unchanged.
+   */
+  async deliver(inboxUrl: string, event: CreateEvent = {}, options: DeliverOptions = {}): Promise<EventDeliveryResponse> {
+    const headers: Record<string, string> = {};
+    if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+    return (await this.#request<EventDeliveryResponse>('POST', inboxUrl, { body: event, headers, signal: options.signal, bearer: false })).body;
+  }
+
+  /**
+   * Follows the queue forever: long-polls, follows next_cursor, and yields every event
+   * exactly once in strictly increasing sequence. Network failures, 408, 429 and 5xx
+   * (a restarting or overloaded service) are retried with capped, jittered exponential
+   * backoff; other errors (401, 404 — e.g. the address was deleted) end it by throwing.
+   */
+  async *events(options: EventsOptions = {}): AsyncGenerator<Event, void, undefined> {
+    const { signal, onRetry } = options;
+    const wait = options.wait ?? 25;
+    const limit = options.limit ?? 100;
+    let cursor = options.after ?? 0;
+    let attempt = 0;
+    const retrying = async <T>(operation: () => Promise<T>): Promise<T | undefined> => {
+      for (;;) {
+        if (signal?.aborted) return undefined;
+        try {
+          const result = await operation();
+          attempt = 0;
+          return result;
+        } catch (error) {
+          if (signal?.aborted || isAbortError(error)) return undefined;
+          if (!(error instanceof RoostError) || !error.retryable) throw error;
+          const delay = backoffDelay(attempt, this.#backoff, error.retryAfterMs);
+          attempt += 1;
+          onRetry?.(error, delay, attempt);
+          await sleep(delay, signal);
+        }
+      }
+    };
+
+    while (!signal?.aborted) {
+      const page = await retrying(() => this.listEvents({ after: cursor, limit, wait, signal }));
+      if (!page) return;
+      for (const event of page.events) {
+        // Never repeat: whatever a page holds, only a sequence past the cursor is new.
+        if (event.sequence <= cursor) continue;
+        cursor = event.sequence;
+        yield event;
+        // Resumed: the consumer asked for the next event, so it has taken this one.
+        if (options.ack) {
+          const acked = await retrying(() => this.#ackUnlessGone(event.id, signal));
+          if (acked === undefined) return;
+        }
+      }
+    }
+  }
+
+  /** Acknowledges, treating an event already purged (retention, capacity) as done. */
+  async #ackUnlessGone(eventId: string, signal?: AbortSignal): Promise<boolean> {
+    try {
+      await this.ack(eventId, { signal });
+    } catch (error) {
+      if (!(error instanceof RoostError && error.code === 'event_not_found')) throw error;
+    }
+    return true;
+  }
+
+  #addressPath(): string {
+    if (!this.addressId || !this.#readToken) {
+      throw new RoostError(0, 'missing_credentials', 'This call needs an address id and its read token (give addressId and readToken, or use RoostClient.fromCredentials).');
+    }
+    return `/api/v1/addresses/${encodeURIComponent(this.addressId)}`;
+  }
+
+  async #request<T>(method: string, pathOrUrl: string, options: RequestOptions = {}): Promise<{ status: number; body: T }> {
+    const url = new URL(/^https?:\/\//i.test(pathOrUrl) ? pathOrUrl : `${this.baseUrl}${pathOrUrl}`);
+    for (const [name, value] of Object.entries(options.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent, ...options.headers };
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    if (options.bearer !== false && this.#readToken) headers.authorization = `Bearer ${this.#readToken}`;
+
+    const timeout = AbortSignal.timeout(options.timeoutMs ?? this.#timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(url, { method, headers, body, signal });
+      text = await response.text();
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason ?? error;
+      if (timeout.aborted) {
+        throw new RoostNetworkError('timeout', `${method} ${url.origin}${url.pathname}: no answer within ${options.timeoutMs ?? this.#timeoutMs} ms`, error);
+      }
+      throw new RoostNetworkError('network_error', `cannot reach ${url.origin}: ${describeNetworkFailure(error)}`, error);
+    }
+
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    if (!response.ok) throw errorFromResponse(response, parsed, text);
+    if (response.status !== 204 && parsed === undefined) {
+      throw new RoostError(response.status, 'invalid_response', `${method} ${url.pathname} answered ${response.status} without a JSON body`);
+    }
+    return { status: response.status, body: parsed as T };
+  }
+}
+
+function errorFromResponse(response: Response, parsed: unknown, text: string): RoostError {
+  const retryAfter = response.headers.get('retry-after');
+  const retryAfterMs = retryAfter && /^\d+$/.test(retryAfter) ? Number(retryAfter) * 1000 : undefined;
+  const error = (parsed as Partial<ErrorBody> | undefined)?.error;
+  if (error && typeof error.code === 'string' && typeof error.message === 'string') {
+    return new RoostError(response.status, error.code, error.message, { retryAfterMs });
+  }
+  // Not Roost's Error shape: a proxy or another server answered.
+  const snippet = text.trim().slice(0, 200) || response.statusText;
+  return new RoostError(response.status, `http_${response.status}`, `HTTP ${response.status}: ${snippet}`, { retryAfterMs });
+}
