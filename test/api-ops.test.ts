@@ -1,0 +1,135 @@
+// Operations and the edges of the interface (CONTRACT §6, §9, §10): health, readiness,
+// metrics, the OpenAPI document, unknown routes and methods, and configuration.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { createAddress, deliver, listEvents, request } from './helpers/http.js';
+import { forEachEngine } from './helpers/engines.js';
+
+await forEachEngine('operations', (server) => {
+  it('GET /healthz and /readyz answer 200', async () => {
+    assert.equal((await request(server().url, 'GET', '/healthz')).status, 200);
+    const ready = await request(server().url, 'GET', '/readyz');
+    assert.equal(ready.status, 200);
+    assert.equal(ready.body.storage, server().roost.storage.engine);
+  });
+
+  it('GET /metrics is Prometheus text with deliveries, duplicates, held polls and wake latency', async () => {
+    const a = await createAddress(server().url);
+    await deliver(a.inbox, { data: 1 }, { 'idempotency-key': 'm' });
+    await deliver(a.inbox, { data: 1 }, { 'idempotency-key': 'm' });
+    const poll = listEvents(server().url, a, 'after=1&wait=10');
+    while (server().roost.waiters.held === 0) await new Promise((r) => setTimeout(r, 5));
+    await deliver(a.inbox, { data: 2 });
+    await poll;
+    const res = await request(server().url, 'GET', '/metrics');
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /text\/plain/);
+    assert.match(res.text, /roost_deliveries_total\{transport="http",outcome="created"\} 2/);
+    assert.match(res.text, /roost_deliveries_total\{transport="http",outcome="duplicate"\} 1/);
+    assert.match(res.text, /roost_duplicates_total 1/);
+    assert.match(res.text, /roost_polls_held 0/);
+    assert.match(res.text, /roost_wake_latency_seconds_count 1/);
+    assert.ok(!res.text.includes(a.id), 'no address ids in metrics');
+  });
+
+  it('GET /api/v1/openapi.json is OpenAPI 3.1, version 0.1.0, with every operation and its schemas', async () => {
+    const res = await request(server().url, 'GET', '/api/v1/openapi.json');
+    assert.equal(res.status, 200);
+    const doc = res.body;
+    assert.equal(doc.openapi, '3.1.0');
+    assert.equal(doc.info.version, '0.1.0');
+    assert.equal(doc.servers[0].url, server().config.baseUrl);
+    const ops = {
+      '/api/v1/addresses': ['post'],
+      '/api/v1/addresses/{addressId}': ['get', 'delete'],
+      '/api/v1/addresses/{addressId}/events': ['get'],
+      '/api/v1/addresses/{addressId}/events/{eventId}/ack': ['post'],
+      '/api/v1/inbox/{addressId}/{secret}': ['post'],
+    };
+    for (const [path, methods] of Object.entries(ops)) {
+      for (const method of methods) assert.ok(doc.paths[path]?.[method], `${method} ${path}`);
+    }
+    const create = doc.paths['/api/v1/addresses'].post;
+    const createBody = create.requestBody.content['application/json'].schema;
+    assert.equal(createBody.additionalProperties, false);
+    assert.equal(createBody.properties.name.maxLength, 100);
+    assert.equal(createBody.properties.expires_in_seconds.minimum, 60);
+    assert.equal(createBody.properties.expires_in_seconds.maximum, 31536000);
+    assert.ok(create.responses['201'] && create.responses['429']);
+    const list = doc.paths['/api/v1/addresses/{addressId}/events'].get;
+    const limit = list.parameters.find((p: any) => p.name === 'limit' && p.in === 'query');
+    assert.deepEqual([limit.schema.minimum, limit.schema.maximum, limit.schema.default], [1, 100, 50]);
+    const wait = list.parameters.find((p: any) => p.name === 'wait' && p.in === 'query');
+    assert.deepEqual([wait.schema.minimum, wait.schema.maximum, wait.schema.default], [0, 25, 0]);
+    const inbox = doc.paths['/api/v1/inbox/{addressId}/{secret}'].post;
+    assert.ok(inbox.responses['202'] && inbox.responses['200'] && inbox.responses['404']);
+    const errorSchema = inbox.responses['404'].content['application/json'].schema;
+    assert.deepEqual(errorSchema.required, ['error']);
+    assert.deepEqual(errorSchema.properties.error.required.sort(), ['code', 'message']);
+    assert.deepEqual(list.security, [{ bearer: [] }]);
+  });
+
+  it('unknown routes answer 404 not_found and wrong methods 405 method_not_allowed with Allow, in the Error shape', async () => {
+    const missing = await request(server().url, 'GET', '/api/v2/nothing');
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.error.code, 'not_found');
+    const wrong = await request(server().url, 'PATCH', '/api/v1/addresses');
+    assert.equal(wrong.status, 405);
+    assert.equal(wrong.body.error.code, 'method_not_allowed');
+    assert.match(wrong.headers.get('allow') ?? '', /POST/);
+    const put = await request(server().url, 'PUT', '/api/v1/addresses/addr_x/events/evt_y/ack');
+    assert.equal(put.status, 405);
+  });
+});
+
+describe('configuration', () => {
+  it('has the contract defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 3000);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.baseUrl, 'http://localhost:3000');
+    assert.equal(config.dbPath, './data/roost.db');
+    assert.equal(config.databaseUrl, undefined);
+    assert.equal(config.smtpPort, 2525);
+    assert.equal(config.mailDomain, 'localhost');
+    assert.deepEqual([config.createRate.limit, config.createRate.periodMs], [20, 60_000]);
+    assert.equal(config.trustProxy, false);
+    assert.equal(config.maxBodyBytes, 256 * 1024);
+    assert.equal(config.maxEmailBytes, 10 * 1024 * 1024);
+    assert.equal(config.defaultTtlSeconds, undefined);
+    assert.equal(config.maxTtlSeconds, undefined);
+    assert.equal(config.logLevel, 'info');
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      PORT: '8080', HOST: '0.0.0.0', ROOST_BASE_URL: 'https://roost.example/', ROOST_DB: '/tmp/x.db',
+      DATABASE_URL: 'postgres://u@h/db', ROOST_SMTP_PORT: '0', ROOST_MAIL_DOMAIN: 'Mail.Example',
+      ROOST_CREATE_RATE: '5/sec', ROOST_TRUST_PROXY: 'true', ROOST_MAX_BODY_BYTES: '1MiB',
+      ROOST_MAX_EMAIL_BYTES: '2097152', ROOST_DEFAULT_TTL_SECONDS: '60', ROOST_MAX_TTL_SECONDS: '120', LOG_LEVEL: 'warn',
+    });
+    assert.equal(config.baseUrl, 'https://roost.example');
+    assert.equal(config.mailDomain, 'mail.example');
+    assert.deepEqual([config.createRate.limit, config.createRate.periodMs], [5, 1000]);
+    assert.equal(config.trustProxy, true);
+    assert.equal(config.maxBodyBytes, 1024 * 1024);
+    assert.equal(config.maxEmailBytes, 2097152);
+    assert.deepEqual([config.defaultTtlSeconds, config.maxTtlSeconds], [60, 120]);
+    assert.equal(config.smtpPort, 0);
+  });
+
+  for (const [name, value] of [
+    ['PORT', '70000'], ['PORT', 'abc'], ['ROOST_CREATE_RATE', '20/fortnight'], ['ROOST_CREATE_RATE', '0/min'],
+    ['ROOST_BASE_URL', 'ftp://x'], ['DATABASE_URL', 'mysql://x'], ['LOG_LEVEL', 'loud'], ['ROOST_MAX_BODY_BYTES', '12 apples'],
+    ['ROOST_DEFAULT_TTL_SECONDS', '30'],
+  ]) {
+    it(`refuses ${name}=${value} with a clear message`, () => {
+      assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => error instanceof ConfigError && error.message.includes(name));
+    });
+  }
+
+  it('refuses a default lifetime above the cap', () => {
+    assert.throws(() => loadConfig({ ROOST_DEFAULT_TTL_SECONDS: '600', ROOST_MAX_TTL_SECONDS: '60' }), ConfigError);
+  });
+});
