@@ -14,6 +14,7 @@ import { addressRoutes } from './routes/addresses.js';
 import { eventRoutes } from './routes/events.js';
 import { inboxRoutes } from './routes/inbox.js';
 import { opsRoutes } from './routes/ops.js';
+import { streamRoutes } from './routes/stream.js';
 
 export interface AppDeps {
   config: Config;
@@ -45,7 +46,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onProtoPoisoning: 'ignore', // bodies are stored, never merged into objects: keep them as sent
     onConstructorPoisoning: 'ignore',
     return503OnClosing: true,
-    forceCloseConnections: true,
+    // On close, idle keep-alive sockets go at once; requests in flight finish (CONTRACT §9).
+    forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   });
   app.decorate('roost', deps);
@@ -86,6 +88,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(addressRoutes);
   await app.register(eventRoutes);
   await app.register(inboxRoutes);
+  await app.register(streamRoutes);
   await app.register(opsRoutes);
   return app;
 }
