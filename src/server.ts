@@ -9,6 +9,7 @@ import { RoostService, type Clock } from './core/service.js';
 import { Sweeper } from './core/sweeper.js';
 import { Waiters } from './core/waiters.js';
 import { buildApp } from './http/app.js';
+import { startSmtpServer, type SmtpOptions } from './smtp/server.js';
 import { createLogger } from './logger.js';
 import { openStorage } from './storage/open.js';
 import type { Storage } from './storage/storage.js';
@@ -20,6 +21,8 @@ export interface StartOptions {
   logDestination?: DestinationStream;
   /** Use this storage instead of opening one from the configuration. */
   storage?: Storage;
+  /** SMTP overrides for tests: `port: 0` = any free port, an offline DNS resolver (src/smtp/server.ts). */
+  smtp?: SmtpOptions;
 }
 
 export interface RunningRoost {
@@ -55,7 +58,11 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
   const url = `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`;
   if (config.baseUrlFromPort) config.baseUrl = `http://localhost:${port}`;
 
-  const smtpPort: number | null = null;
+  // ROOST_SMTP_PORT=0 disables SMTP (CONTRACT §8); a test asks for any free port via options.smtp.port.
+  const smtp = config.smtpPort !== 0 || options.smtp?.port !== undefined
+    ? await startSmtpServer({ config, service, logger }, options.smtp)
+    : null;
+  const smtpPort: number | null = smtp?.port ?? null;
 
   const sweeper = new Sweeper(service, config.sweepIntervalMs, logger);
   sweeper.start();
@@ -70,6 +77,7 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
     (closing ??= (async () => {
       waiters.closeAll(); // held polls answer with what they have
       await app.close(); // stop accepting; wait for in-flight requests
+      await smtp?.close(); // messages in DATA finish (their 250 means durable)
       await sweeper.stop();
       stopListening?.();
       await storage.close(); // pending group commits land first

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { Clock } from '../../src/core/service.js';
-import { startRoost, type RunningRoost } from '../../src/server.js';
+import { startRoost, type RunningRoost, type StartOptions } from '../../src/server.js';
 import { createTestDatabase, postgresSkipReason } from './postgres.js';
 
 export type Engine = 'sqlite' | 'postgres';
@@ -40,6 +40,8 @@ export interface TestServerOptions {
   clock?: Clock;
   /** Reuse this database instead of making a new one (restart tests); not dropped by close(). */
   reuse?: { dbPath?: string; databaseUrl?: string };
+  /** SMTP overrides, e.g. `{ port: 0 }` for SMTP on any free port (email tests). */
+  smtp?: StartOptions['smtp'];
 }
 
 export async function startTestServer(engine: Engine = 'sqlite', options: TestServerOptions = {}): Promise<TestServer> {
@@ -76,7 +78,7 @@ export async function startTestServer(engine: Engine = 'sqlite', options: TestSe
       done();
     },
   });
-  const roost = await startRoost(config, { clock: options.clock, logDestination });
+  const roost = await startRoost(config, { clock: options.clock, logDestination, smtp: options.smtp });
   let closed = false;
   return {
     url: roost.url,
