@@ -1,0 +1,61 @@
+// Load generation with autocannon (in the bench process; the server runs in a child) and
+// the summary every throughput figure is reported with.
+import autocannon, { type RequestSpec } from 'autocannon';
+
+export interface LoadResult {
+  /** Mean completed requests per second. */
+  rps: number;
+  p50: number;
+  p99: number;
+  total: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+}
+
+export interface LoadOptions {
+  url: string;
+  connections: number;
+  durationS: number;
+  /** Paths rotated across, one per request. */
+  paths: string[];
+  method: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export async function hammer(options: LoadOptions): Promise<LoadResult> {
+  let next = 0;
+  const request: RequestSpec = {
+    method: options.method,
+    headers: options.headers,
+    body: options.body,
+    setupRequest: (req) => {
+      req.path = options.paths[next++ % options.paths.length];
+      return req;
+    },
+  };
+  const result = await autocannon({
+    url: options.url,
+    connections: options.connections,
+    duration: options.durationS,
+    timeout: 30,
+    requests: [request],
+  });
+  return {
+    rps: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    total: result.requests.total,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    non2xx: result.non2xx,
+  };
+}
+
+/** Nearest-rank percentile of a list of numbers (sorted here). */
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}

@@ -1,0 +1,156 @@
+// `npm run bench`: measures Roost against the limits of this machine and prints each
+// figure with its ratio to a baseline measured in the same run (absolute numbers on a
+// shared machine drift; ratios much less). Every server runs in its own child process.
+//
+//   npm run bench                     the full run (a few minutes on 2 cores)
+//   npm run bench -- --quick          a smoke run of a few seconds per figure
+//   npm run bench -- --only ingest,wake,polls,reading,smtp,prefilled
+//   npm run bench -- --profile DIR    also write a CPU profile of Roost under ingest load
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createAddresses, fill, roostEnv, type BenchAddress } from './fixtures.js';
+import { baselineInboxes, measureIngest } from './ingest.js';
+import { measureHeldPolls } from './held-polls.js';
+import { percentile, type LoadResult } from './load.js';
+import { describeMachine, loadAverage } from './machine.js';
+import { startChild, type BenchChild } from './processes.js';
+import { measureReading, pagePaths, PAGE_SIZE } from './reading.js';
+import { measureWake } from './wake.js';
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    profile: { type: 'string' },
+    connections: { type: 'string', default: '50' },
+  },
+});
+const quick = values.quick!;
+const connections = Number(values.connections);
+const ALL = ['ingest', 'wake', 'polls', 'reading', 'smtp', 'prefilled'];
+const only = new Set(values.only ? values.only.split(',') : ALL);
+const timing = quick ? { durationS: 3, warmupS: 1 } : { durationS: 10, warmupS: 3 };
+const INGEST_ADDRESSES = quick ? 200 : 1000;
+const WAKE_TRIALS = quick ? 50 : 400;
+const POLL_ADDRESSES = quick ? 200 : 1000;
+const POLLS_PER_ADDRESS = 10;
+const QUEUE_CAPACITY = 1000;
+
+const work = mkdtempSync(join(tmpdir(), 'roost-bench-'));
+let dbCount = 0;
+const freshDb = () => join(work, `roost-${++dbCount}.db`);
+const children: BenchChild[] = [];
+
+async function start(entry: string, options: Parameters<typeof startChild>[1] = {}): Promise<BenchChild> {
+  const child = await startChild(entry, options);
+  children.push(child);
+  return child;
+}
+async function stop(child: BenchChild): Promise<void> {
+  await child.stop();
+  children.splice(children.indexOf(child), 1);
+}
+
+const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a');
+const lines: string[] = [];
+function report(line: string): void {
+  lines.push(line);
+  console.log(line);
+}
+function loadLine(label: string, r: LoadResult, unit = 'req/s', baseline?: LoadResult): string {
+  const ratio = baseline ? `  ×${(r.rps / baseline.rps).toFixed(2)} of baseline` : '';
+  return `${label.padEnd(44)} ${fmt(r.rps).padStart(8)} ${unit}  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}${ratio}`;
+}
+
+interface CommitStats { commits: number; appends: number; largestBatch: number }
+const commitsOf = async (child: BenchChild) => (await child.ask<{ commits: CommitStats }>({ type: 'stats' })).commits;
+function batchLine(before: CommitStats, after: CommitStats): string {
+  const commits = after.commits - before.commits;
+  const appends = after.appends - before.appends;
+  return `${''.padEnd(44)} group commit: ${fmt(appends)} appends in ${fmt(commits)} commits, ${fmt(appends / commits, 1)} per commit (largest ${after.largestBatch})`;
+}
+
+async function roostIngest(label: string, args: string[], baseline: LoadResult | undefined, nodeArgs: string[] = []): Promise<LoadResult> {
+  const roost = await start('bench/server.ts', { env: roostEnv(freshDb()), args, nodeArgs });
+  try {
+    const addresses = await createAddresses(roost.url, INGEST_ADDRESSES);
+    const before = await commitsOf(roost);
+    const result = await measureIngest(roost.url, addresses, { connections, ...timing });
+    const after = await commitsOf(roost);
+    report(loadLine(label, result, 'req/s', baseline));
+    report(batchLine(before, after));
+    return result;
+  } finally {
+    await stop(roost);
+  }
+}
+
+async function main(): Promise<void> {
+  report(`Roost benchmarks — ${describeMachine()}`);
+  report(`load average at start: ${loadAverage()}; ${connections} connections; ${timing.durationS} s per figure after ${timing.warmupS} s warm-up${quick ? ' (quick run)' : ''}`);
+  report('');
+  const baseline = await start('bench/baseline.ts', { args: only.has('smtp') ? ['--smtp'] : [] });
+
+  if (only.has('ingest')) {
+    report(`Ingest: small JSON deliveries rotating across ${INGEST_ADDRESSES} inbox URLs`);
+    const bare = await measureIngest(baseline.url, baselineInboxes(INGEST_ADDRESSES), { connections, ...timing });
+    report(loadLine('baseline: bare Fastify, parse + 202', bare));
+    const profile = values.profile ? [`--cpu-prof`, `--cpu-prof-dir=${resolve(values.profile)}`] : [];
+    await roostIngest('Roost, synchronous=FULL, group commit', [], bare, profile);
+    await roostIngest('reference: FULL, one commit per request', ['--group-commit', 'off'], bare);
+    await roostIngest('reference: synchronous=NORMAL, group commit', ['--synchronous', 'NORMAL'], bare);
+    report('');
+  }
+
+  const needsRoost = ['wake', 'polls', 'reading'].some((s) => only.has(s));
+  if (needsRoost) {
+    const roost = await start('bench/server.ts', { env: roostEnv(freshDb()) });
+    try {
+      if (only.has('wake')) {
+        const [address] = await createAddresses(roost.url, 1);
+        const wake = await measureWake(roost, address, WAKE_TRIALS);
+        report(`Wake latency, ${WAKE_TRIALS} sequential trials (poll held with wait=25, then one delivery)`);
+        report(`${'from the 202 to the poll answer'.padEnd(44)} p50 ${fmt(percentile(wake.fromAccepted, 50), 2)} ms  p99 ${fmt(percentile(wake.fromAccepted, 99), 2)} ms  max ${fmt(Math.max(...wake.fromAccepted), 2)} ms`);
+        report(`${'from sending the delivery to the poll answer'.padEnd(44)} p50 ${fmt(percentile(wake.fromSent, 50), 2)} ms  p99 ${fmt(percentile(wake.fromSent, 99), 2)} ms  (contract: well under 50 ms)`);
+        report('');
+      }
+      if (only.has('polls')) {
+        const addresses = await createAddresses(roost.url, POLL_ADDRESSES);
+        const held = await measureHeldPolls(roost, addresses, POLLS_PER_ADDRESS);
+        report(`Held long-polls: ${fmt(held.polls)} at once across ${POLL_ADDRESSES} addresses (one socket each)`);
+        report(`${'opened and registered in'.padEnd(44)} ${fmt(held.openS, 2)} s`);
+        report(`${'server RSS idle → holding'.padEnd(44)} ${fmt(held.rssIdleMiB, 1)} MiB → ${fmt(held.rssHoldingMiB, 1)} MiB (${fmt(((held.rssHoldingMiB - held.rssIdleMiB) * 1024) / held.polls, 1)} KiB per poll)`);
+        report(`${'one delivery per address: all polls answered'.padEnd(44)} ${fmt(held.allWokenMs)} ms after the first send (deliveries took ${fmt(held.deliveriesMs)} ms)`);
+        report(`${'per poll, from its delivery’s 202'.padEnd(44)} p50 ${fmt(held.p50Ms, 1)} ms  p99 ${fmt(held.p99Ms, 1)} ms  max ${fmt(held.maxMs, 1)} ms  wrong answers ${held.wrong}`);
+        report('');
+      }
+      if (only.has('reading')) {
+        const [address] = await createAddresses(roost.url, 1);
+        await fill(roost.url, address, QUEUE_CAPACITY);
+        const paths = pagePaths(address, QUEUE_CAPACITY);
+        const page = await fetch(roost.url + paths[0], { headers: { authorization: `Bearer ${address.readToken}` } }).then((r) => r.json());
+        await baseline.ask({ type: 'page', page });
+        report(`Reading: pages of ${PAGE_SIZE} events (GET …/events?after=…&limit=${PAGE_SIZE}) from a full queue`);
+        const bare = await measureReading(baseline.url, address, paths, { connections, ...timing });
+        report(loadLine('baseline: bare Fastify, same page from memory', bare, 'pages/s'));
+        const read = await measureReading(roost.url, address, paths, { connections, ...timing });
+        report(loadLine('Roost', read, 'pages/s', bare));
+        report(`${''.padEnd(44)} = ${fmt(read.rps * PAGE_SIZE)} events/s`);
+        report('');
+      }
+    } finally {
+      await stop(roost);
+    }
+  }
+
+  report(`load average at end: ${loadAverage()}`);
+}
+
+try {
+  await main();
+} finally {
+  for (const child of [...children]) await child.stop().catch(() => {});
+  rmSync(work, { recursive: true, force: true });
+}
