@@ -1,9 +1,627 @@
-// PostgreSQL engine: not built yet (see the scale-out work). Selecting it fails clearly.
+// The shared engine: PostgreSQL through node-postgres, for any number of Roost instances
+// on one database. Every rule that concurrency could break is settled inside PostgreSQL:
+// - the append transaction locks the address row by bumping `last_sequence`, so appends
+//   to one address queue behind each other across instances: gapless sequences, one
+//   winner per idempotency key (a unique index backs it up), capacity and eviction;
+// - appends and deletes `NOTIFY roost_wake, '<addressId>'` inside their transaction
+//   (delivered on commit only); each instance keeps one LISTEN connection, outside the
+//   pool, that feeds onExternalChange so that polls held anywhere wake;
+// - the create rate-limit bucket is a row, taken under its row lock, so all instances
+//   share one bucket per client (CONTRACT §9);
+// - purges run on one instance at a time (a session advisory lock; others skip).
+// Connection failures become 503 `unavailable`; the pool and the listener reconnect on
+// their own, so a database restart is survived without restarting Roost.
+// All SQL of the engine is in this file (the schema is in postgres-migrations.ts).
+import pg from 'pg';
 import type { Config } from '../config.js';
-import type { Storage } from './storage.js';
+import { RoostError, invalidRequest, unavailable } from '../core/errors.js';
+import { takeFromBucket } from '../core/token-bucket.js';
+import { PG_MIGRATIONS } from './postgres-migrations.js';
+import {
+  ANY_ADDRESS,
+  type AddressRecord, type AppendInput, type AppendResult, type EventPageRecord, type EventRecord, type PurgeResult,
+  type Storage, type TokenBucketResult,
+} from './storage.js';
 
-export class PostgresStorage {
-  static async open(_config: Config): Promise<Storage> {
-    throw new Error('The PostgreSQL engine is not available in this build; unset DATABASE_URL to use SQLite.');
+/** The NOTIFY channel; its payload is an address id and nothing else. */
+const WAKE_CHANNEL = 'roost_wake';
+
+/** Advisory locks are (namespace, key) pairs; the namespace is "Roos" in ASCII. */
+const LOCK_NAMESPACE = 0x526f6f73;
+const MIGRATION_LOCK = 1;
+const PURGE_LOCK = 2;
+
+/** Rows removed per statement by purge, so that no sweep holds many locks for long. */
+const PURGE_BATCH_ADDRESSES = 500;
+const PURGE_BATCH_EVENTS = 5000;
+/** How often (at most) one instance clears full rate buckets, which need no row. */
+const BUCKET_CLEANUP_EVERY_MS = 60_000;
+/** How long a request waits for a connection (from the pool, or a new one) before 503. */
+const CONNECT_TIMEOUT_MS = 5_000;
+/** Listener reconnect backoff: 100 ms doubling to 5 s, with jitter. */
+const RECONNECT_MIN_MS = 100;
+const RECONNECT_MAX_MS = 5_000;
+
+const LIVE = '(expires_at IS NULL OR expires_at > $2)';
+const EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
+
+const SQL = {
+  migrationLock: 'SELECT pg_advisory_xact_lock($1, $2)',
+  createMigrationsTable:
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
+  appliedMigrations: 'SELECT version FROM schema_migrations',
+  recordMigration: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)',
+
+  insertAddress: `
+    INSERT INTO addresses (id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+  addressById: `SELECT * FROM addresses WHERE id = $1 AND ${LIVE}`,
+  addressBySlug: `SELECT * FROM addresses WHERE slug = $1 AND ${LIVE}`,
+  // Events go with it (ON DELETE CASCADE). The DELETE waits for the address row lock that
+  // a racing append holds, so that append's event is deleted too; an append that comes
+  // after finds no row. Either way no event outlives its address.
+  deleteAddress: `
+    WITH gone AS (DELETE FROM addresses WHERE id = $1 RETURNING id)
+    SELECT pg_notify('${WAKE_CHANNEL}', id) FROM gone`,
+
+  // The append transaction, in order. The UPDATE takes the address row lock (held until
+  // COMMIT) and hands out the next sequence; it finds no row when the address is unknown,
+  // deleted or expired at the delivery's time.
+  bumpSequence: `
+    UPDATE addresses SET last_sequence = last_sequence + 1
+    WHERE id = $1 AND ${LIVE}
+    RETURNING last_sequence`,
+  // Runs after the lock, so it sees every append to this address that committed before.
+  eventByKey: `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = $1 AND dedupe_key = $2`,
+  occupancy: `
+    SELECT count(*) AS held,
+           (SELECT id FROM events WHERE address_id = $1 AND acknowledged_at IS NOT NULL
+            ORDER BY sequence LIMIT 1) AS oldest_acknowledged
+    FROM events WHERE address_id = $1`,
+  evict: 'DELETE FROM events WHERE id = $1',
+  // NOTIFY in the same transaction: other instances hear of the event only once it is
+  // committed, and never of one that rolled back.
+  insertEvent: `
+    WITH inserted AS (
+      INSERT INTO events (${EVENT_COLUMNS})
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)
+      RETURNING address_id
+    )
+    SELECT pg_notify('${WAKE_CHANNEL}', address_id) FROM inserted`,
+
+  hasRoom: `
+    SELECT count(*) < $2 OR EXISTS (
+      SELECT 1 FROM events WHERE address_id = $1 AND acknowledged_at IS NOT NULL
+    ) AS room
+    FROM events WHERE address_id = $1`,
+  page: `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3`,
+  // COALESCE keeps the first acknowledged_at (CONTRACT §4: acknowledging again is a no-op).
+  ack: `
+    UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $3)
+    WHERE id = $2 AND address_id = $1
+    RETURNING ${EVENT_COLUMNS}`,
+  ackUpTo: 'UPDATE events SET acknowledged_at = $3 WHERE address_id = $1 AND sequence <= $2 AND acknowledged_at IS NULL',
+
+  tryPurgeLock: 'SELECT pg_try_advisory_lock($1, $2) AS locked',
+  purgeUnlock: 'SELECT pg_advisory_unlock($1, $2)',
+  // SKIP LOCKED: an address locked by a racing delete is left for the next sweep rather
+  // than waited for. The events go by cascade; the count reads them before it runs.
+  purgeExpiredAddresses: `
+    WITH expired AS (
+      SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= $1
+      ORDER BY expires_at LIMIT ${PURGE_BATCH_ADDRESSES}
+      FOR UPDATE SKIP LOCKED
+    ),
+    gone AS (DELETE FROM addresses WHERE id IN (SELECT id FROM expired) RETURNING id)
+    SELECT id,
+           (SELECT count(*) FROM events WHERE address_id IN (SELECT id FROM expired)) AS events,
+           pg_notify('${WAKE_CHANNEL}', id) AS notified
+    FROM gone`,
+  purgeOldEvents: `
+    DELETE FROM events WHERE id IN (
+      SELECT id FROM events WHERE created_at < $1
+      ORDER BY created_at LIMIT ${PURGE_BATCH_EVENTS}
+      FOR UPDATE SKIP LOCKED
+    )`,
+
+  // Creates the row (full: `limit` tokens) if missing, and either way locks it until
+  // COMMIT: concurrent takes from any instance queue on this row.
+  lockBucket: `
+    INSERT INTO rate_buckets (key, tokens, updated_at) VALUES ($1, $2, $3)
+    ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key
+    RETURNING tokens, updated_at`,
+  saveBucket: 'UPDATE rate_buckets SET tokens = $2, updated_at = $3 WHERE key = $1',
+  // A bucket untouched for a whole period is full again: its row can go.
+  forgetFullBuckets: `
+    DELETE FROM rate_buckets WHERE key IN (
+      SELECT key FROM rate_buckets WHERE updated_at < $1 LIMIT 1000 FOR UPDATE SKIP LOCKED
+    )`,
+
+  ping: 'SELECT 1',
+} as const;
+
+interface AddressRow {
+  id: string; slug: string; name: string; task_id: string | null; email: string;
+  created_at: number; expires_at: number | null; read_token_digest: string; ingress_secret_digest: string;
+}
+
+interface EventRow {
+  id: string; address_id: string; sequence: number; type: string; source: string; data: string;
+  metadata: string | null; dedupe_key: string | null; created_at: number; acknowledged_at: number | null;
+}
+
+const toAddress = (row: AddressRow): AddressRecord => ({
+  id: row.id,
+  slug: row.slug,
+  name: row.name,
+  taskId: row.task_id,
+  email: row.email,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  readTokenDigest: row.read_token_digest,
+  ingressSecretDigest: row.ingress_secret_digest,
+});
+
+const toEvent = (row: EventRow): EventRecord => ({
+  id: row.id,
+  addressId: row.address_id,
+  sequence: row.sequence,
+  type: row.type,
+  source: row.source,
+  dataJson: row.data,
+  metadataJson: row.metadata,
+  dedupeKey: row.dedupe_key,
+  createdAt: row.created_at,
+  acknowledgedAt: row.acknowledged_at,
+});
+
+// node-postgres returns int8 as a string (it may exceed 2^53). Our bigints are
+// milliseconds, sequences and counts, all far below 2^53: read them as numbers, for this
+// engine's connections only (not by changing pg's global parsers).
+const INT8_OID = 20;
+const TYPES = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID && format !== 'binary' ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+// --- errors ---------------------------------------------------------------------------
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
+
+/**
+ * Whether a failure is the database being away or overloaded rather than a bug: class 08
+ * (connection), 53 (resources, e.g. too many connections), 57P01–57P03 (shutdown,
+ * crash, starting up), 57014 (statement_timeout), 58 (system), or node-postgres's own
+ * messages for a dead or timed-out connection.
+ */
+function isUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && (NETWORK_CODES.has(code) || /^(08|53|57P0[1-3]|57014|58|40001|40P01|55P03)/.test(code))) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end/i.test(message);
+}
+
+/** Serialization failure and deadlock: the transaction rolled back whole and can run again. */
+const isRetryable = (error: unknown) => ['40001', '40P01'].includes(String((error as { code?: unknown } | null)?.code));
+
+const isUniqueViolation = (error: unknown, constraint: string) =>
+  (error as { code?: unknown }).code === '23505' && (error as { constraint?: unknown }).constraint === constraint;
+
+/** The RoostError a storage failure becomes at the edge (503, or 400 for NUL), else itself. */
+function storageError(error: unknown): unknown {
+  if (error instanceof RoostError) return error;
+  if (isUnavailable(error)) return Object.assign(unavailable('The database is unavailable; retry shortly.'), { cause: error });
+  // PostgreSQL text cannot hold U+0000 (SQLite can); `data` and `metadata` are escaped
+  // JSON and never hit this, but `type`, `source`, `name` or `task_id` may.
+  if ((error as { code?: unknown } | null)?.code === '22021' || (error as { code?: unknown } | null)?.code === '22P05') {
+    return invalidRequest('A text field contains a NUL character (\\u0000), which cannot be stored; remove it.');
+  }
+  return error;
+}
+
+/** Redacts user and password: the description goes to logs and /readyz. */
+function describe(databaseUrl: string): string {
+  try {
+    const url = new URL(databaseUrl);
+    return `postgres://${url.host}${url.pathname}`;
+  } catch {
+    return 'postgres';
+  }
+}
+
+/** What a transaction's work decides: commit and return, or roll back and return. */
+type Outcome<T> = { commit: T } | { rollback: T };
+
+// --- the LISTEN connection -------------------------------------------------------------
+
+/**
+ * One connection per instance, outside the pool, that LISTENs on the wake channel. When it
+ * is lost (database restart, pg_terminate_backend, network) it reconnects with backoff; once
+ * back it reports ANY_ADDRESS, because notifications sent while it was away are lost and
+ * every local waiter must re-read (a lost wake-up costs latency only, DESIGN "Long-poll").
+ */
+class WakeListener {
+  private client: pg.Client | undefined;
+  private stopped = false;
+  private attempt = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly clientConfig: pg.ClientConfig,
+    private readonly onWake: (addressId: string) => void,
+  ) {}
+
+  /** The first connection; open() fails if it cannot be made. */
+  start(): Promise<void> {
+    return this.connect();
+  }
+
+  /** Whether the LISTEN connection is up (for tests and diagnostics). */
+  get connected(): boolean {
+    return this.client !== undefined;
+  }
+
+  /** The listener's backend process id, so tests can terminate it. */
+  async backendPid(): Promise<number | undefined> {
+    const result = await this.client?.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    return result?.rows[0]?.pid;
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client(this.clientConfig);
+    client.on('error', () => this.lost(client));
+    client.on('end', () => this.lost(client));
+    client.on('notification', (message) => {
+      if (message.channel === WAKE_CHANNEL && message.payload) this.onWake(message.payload);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${WAKE_CHANNEL}`);
+    } catch (error) {
+      client.end().catch(() => {});
+      throw error;
+    }
+    if (this.stopped) {
+      await client.end().catch(() => {});
+      return;
+    }
+    this.client = client;
+  }
+
+  private lost(client: pg.Client): void {
+    if (client !== this.client || this.stopped) return;
+    this.client = undefined;
+    client.end().catch(() => {});
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped) return;
+    const ceiling = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** this.attempt);
+    this.attempt++;
+    this.timer = setTimeout(() => {
+      this.connect().then(
+        () => {
+          if (this.stopped) return;
+          this.attempt = 0;
+          this.onWake(ANY_ADDRESS);
+        },
+        () => this.scheduleReconnect(),
+      );
+    }, ceiling / 2 + Math.random() * (ceiling / 2));
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => {});
+  }
+}
+
+// --- the engine ------------------------------------------------------------------------
+
+export class PostgresStorage implements Storage {
+  readonly engine = 'postgres' as const;
+  readonly description: string;
+  private readonly pool: pg.Pool;
+  private readonly listener: WakeListener;
+  private readonly changeListeners = new Set<(addressId: string) => void>();
+  private lastBucketCleanup = 0;
+  private closing: Promise<void> | undefined;
+
+  /** Connects, migrates (safely when several instances start together) and starts listening. */
+  static async open(config: Config): Promise<PostgresStorage> {
+    const storage = new PostgresStorage(config);
+    try {
+      await storage.migrate();
+      await storage.listener.start();
+    } catch (error) {
+      await storage.close();
+      throw error;
+    }
+    return storage;
+  }
+
+  private constructor(config: Config) {
+    if (!config.databaseUrl) throw new Error('PostgresStorage needs DATABASE_URL');
+    this.description = describe(config.databaseUrl);
+    const connection: pg.ClientConfig = {
+      connectionString: config.databaseUrl,
+      application_name: 'roost',
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      types: TYPES,
+    };
+    this.pool = new pg.Pool({
+      ...connection,
+      max: config.pgPoolSize,
+      // 0 means no limit in PostgreSQL too.
+      statement_timeout: config.pgStatementTimeoutMs,
+    });
+    // An idle pooled connection that dies (database restart) is dropped by the pool, which
+    // opens a new one on demand; without a handler the 'error' event would crash the process.
+    this.pool.on('error', () => {});
+    this.listener = new WakeListener(connection, (addressId) => {
+      for (const listener of this.changeListeners) listener(addressId);
+    });
+  }
+
+  // --- plumbing ------------------------------------------------------------------------
+
+  private async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.pool.query<R>(text, values);
+      } catch (error) {
+        if (attempt < 3 && isRetryable(error)) continue;
+        throw storageError(error);
+      }
+    }
+  }
+
+  /**
+   * Runs `work` in one transaction on one pooled connection. A deadlock or serialization
+   * failure runs it again (nothing of the failed try was committed). A connection that
+   * fails mid-way is destroyed rather than returned to the pool.
+   */
+  private async transaction<T>(work: (db: pg.PoolClient) => Promise<Outcome<T>>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      let db: pg.PoolClient;
+      try {
+        db = await this.pool.connect();
+      } catch (error) {
+        throw storageError(error);
+      }
+      try {
+        await db.query('BEGIN');
+        const outcome = await work(db);
+        await db.query('commit' in outcome ? 'COMMIT' : 'ROLLBACK');
+        db.release();
+        return 'commit' in outcome ? outcome.commit : outcome.rollback;
+      } catch (error) {
+        const broken = await db.query('ROLLBACK').then(() => false, () => true);
+        db.release(broken ? (error instanceof Error ? error : true) : undefined);
+        if (attempt < 3 && isRetryable(error)) continue;
+        throw storageError(error);
+      }
+    }
+  }
+
+  private async migrate(): Promise<void> {
+    await this.transaction(async (db) => {
+      // A migration may take longer than a request may; it runs once, at start.
+      await db.query('SET LOCAL statement_timeout = 0');
+      // Instances starting together queue here; each later one then finds the work done.
+      await db.query(SQL.migrationLock, [LOCK_NAMESPACE, MIGRATION_LOCK]);
+      await db.query(SQL.createMigrationsTable);
+      const applied = new Set((await db.query<{ version: number }>(SQL.appliedMigrations)).rows.map((r) => r.version));
+      for (const migration of PG_MIGRATIONS) {
+        if (applied.has(migration.version)) continue;
+        await db.query(migration.sql);
+        await db.query(SQL.recordMigration, [migration.version, migration.name, Date.now()]);
+      }
+      return { commit: undefined };
+    });
+  }
+
+  // --- addresses -----------------------------------------------------------------------
+
+  async insertAddress(address: AddressRecord): Promise<'ok' | 'slug_taken'> {
+    try {
+      await this.query(SQL.insertAddress, [
+        address.id, address.slug, address.name, address.taskId, address.email, address.createdAt, address.expiresAt,
+        address.readTokenDigest, address.ingressSecretDigest,
+      ]);
+      return 'ok';
+    } catch (error) {
+      if (isUniqueViolation(error, 'addresses_slug_key')) return 'slug_taken';
+      throw error;
+    }
+  }
+
+  async getAddress(id: string, now: number): Promise<AddressRecord | null> {
+    const { rows } = await this.query<AddressRow>(SQL.addressById, [id, now]);
+    return rows[0] ? toAddress(rows[0]) : null;
+  }
+
+  async getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null> {
+    const { rows } = await this.query<AddressRow>(SQL.addressBySlug, [slug, now]);
+    return rows[0] ? toAddress(rows[0]) : null;
+  }
+
+  async deleteAddress(id: string): Promise<boolean> {
+    const { rowCount } = await this.query(SQL.deleteAddress, [id]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  // --- events --------------------------------------------------------------------------
+
+  async appendEvent(input: AppendInput, capacity: number): Promise<AppendResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.transaction((db) => this.appendTransaction(db, input, capacity));
+      } catch (error) {
+        // The row lock already serialises appends to one address, so the key's unique
+        // index should never fire; if it does, the other writer won: run again to return
+        // its event as the duplicate (CONTRACT §3: exactly one 202 per key).
+        if (attempt < 3 && isUniqueViolation(error, 'events_by_dedupe_key')) continue;
+        throw error;
+      }
+    }
+  }
+
+  private async appendTransaction(db: pg.PoolClient, input: AppendInput, capacity: number): Promise<Outcome<AppendResult>> {
+    const bumped = await db.query<{ last_sequence: number }>(SQL.bumpSequence, [input.addressId, input.createdAt]);
+    if (bumped.rows.length === 0) return { rollback: { status: 'address_not_found' } };
+    const sequence = bumped.rows[0].last_sequence;
+    if (input.dedupeKey !== null) {
+      const held = await db.query<EventRow>(SQL.eventByKey, [input.addressId, input.dedupeKey]);
+      // Roll back: the repeat must not use up a sequence number.
+      if (held.rows[0]) return { rollback: { status: 'duplicate', event: toEvent(held.rows[0]) } };
+    }
+    // An address holds at most as many events as sequences it has handed out, so while
+    // those are below capacity there is nothing to count.
+    if (sequence > capacity) {
+      const { rows } = await db.query<{ held: number; oldest_acknowledged: string | null }>(SQL.occupancy, [input.addressId]);
+      if (rows[0].held >= capacity) {
+        // CONTRACT §3: make room by dropping the oldest acknowledged event, never an unacknowledged one.
+        if (rows[0].oldest_acknowledged === null) return { rollback: { status: 'queue_full' } };
+        await db.query(SQL.evict, [rows[0].oldest_acknowledged]);
+      }
+    }
+    await db.query(SQL.insertEvent, [
+      input.eventId, input.addressId, sequence, input.type, input.source, input.dataJson, input.metadataJson,
+      input.dedupeKey, input.createdAt,
+    ]);
+    return {
+      commit: {
+        status: 'created',
+        event: {
+          id: input.eventId,
+          addressId: input.addressId,
+          sequence,
+          type: input.type,
+          source: input.source,
+          dataJson: input.dataJson,
+          metadataJson: input.metadataJson,
+          dedupeKey: input.dedupeKey,
+          createdAt: input.createdAt,
+          acknowledgedAt: null,
+        },
+      },
+    };
+  }
+
+  async hasRoom(addressId: string, capacity: number): Promise<boolean> {
+    const { rows } = await this.query<{ room: boolean }>(SQL.hasRoom, [addressId, capacity]);
+    return rows[0].room;
+  }
+
+  async listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord> {
+    const { rows } = await this.query<EventRow>(SQL.page, [addressId, after, limit + 1]);
+    const hasMore = rows.length > limit;
+    return { events: (hasMore ? rows.slice(0, limit) : rows).map(toEvent), hasMore };
+  }
+
+  async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
+    const { rows } = await this.query<EventRow>(SQL.ack, [addressId, eventId, now]);
+    return rows[0] ? toEvent(rows[0]) : null;
+  }
+
+  async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
+    const { rowCount } = await this.query(SQL.ackUpTo, [addressId, upTo, now]);
+    return rowCount ?? 0;
+  }
+
+  // --- housekeeping --------------------------------------------------------------------
+
+  /**
+   * One instance purges at a time: the session advisory lock is tried, not waited for, and
+   * an instance that does not get it skips this sweep (another is doing the work). Each
+   * statement removes a bounded batch and commits on its own.
+   */
+  async purge(now: number, retainAfter: number): Promise<PurgeResult> {
+    const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
+    let db: pg.PoolClient;
+    try {
+      db = await this.pool.connect();
+    } catch (error) {
+      throw storageError(error);
+    }
+    let broken: Error | undefined;
+    try {
+      const { rows } = await db.query<{ locked: boolean }>(SQL.tryPurgeLock, [LOCK_NAMESPACE, PURGE_LOCK]);
+      if (!rows[0].locked) return result;
+      try {
+        for (;;) {
+          const expired = await db.query<{ id: string; events: number }>(SQL.purgeExpiredAddresses, [now]);
+          if (expired.rows.length === 0) break;
+          result.expiredAddressIds.push(...expired.rows.map((r) => r.id));
+          result.eventsPurged += expired.rows[0].events;
+        }
+        for (;;) {
+          const old = await db.query(SQL.purgeOldEvents, [retainAfter]);
+          if (!old.rowCount) break;
+          result.eventsPurged += old.rowCount;
+        }
+      } finally {
+        await db.query(SQL.purgeUnlock, [LOCK_NAMESPACE, PURGE_LOCK]).catch((error: Error) => (broken = error));
+      }
+      return result;
+    } catch (error) {
+      broken = error instanceof Error ? error : new Error(String(error));
+      throw storageError(error);
+    } finally {
+      // A connection that could not unlock is destroyed, and its session lock with it.
+      db.release(broken);
+    }
+  }
+
+  async takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult> {
+    const result = await this.transaction(async (db) => {
+      const { rows } = await db.query<{ tokens: number; updated_at: number }>(SQL.lockBucket, [key, limit, now]);
+      const { next, result } = takeFromBucket({ tokens: rows[0].tokens, updatedAt: rows[0].updated_at }, limit, periodMs, now);
+      await db.query(SQL.saveBucket, [key, next.tokens, next.updatedAt]);
+      return { commit: result };
+    });
+    if (now - this.lastBucketCleanup >= BUCKET_CLEANUP_EVERY_MS) {
+      this.lastBucketCleanup = now;
+      // Housekeeping only: a failure here must not fail the request that took the token.
+      this.query(SQL.forgetFullBuckets, [now - periodMs]).catch(() => {});
+    }
+    return result;
+  }
+
+  // --- wake-ups across instances -------------------------------------------------------
+
+  onExternalChange(listener: (addressId: string) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  /** The LISTEN connection's backend pid (tests terminate it to prove the reconnect). */
+  listenerBackendPid(): Promise<number | undefined> {
+    return this.listener.backendPid();
+  }
+
+  get listening(): boolean {
+    return this.listener.connected;
+  }
+
+  // --- lifecycle -----------------------------------------------------------------------
+
+  async ping(): Promise<void> {
+    await this.query(SQL.ping);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.listener.stop();
+      await this.pool.end();
+    })();
+    return this.closing;
   }
 }

@@ -78,6 +78,9 @@ export interface PurgeResult {
   eventsPurged: number;
 }
 
+/** Reported by onExternalChange when any address may have changed unseen (not an id: ids begin with addr_). */
+export const ANY_ADDRESS = '*';
+
 export interface Storage {
   /** Which engine, for the start-up line and /readyz: "sqlite" or "postgres". */
   readonly engine: 'sqlite' | 'postgres';
@@ -117,7 +120,8 @@ export interface Storage {
   /**
    * Engines shared by several processes report commits made elsewhere (an append or a
    * delete), so that local long-polls wake. The report carries no data: a lost one costs
-   * latency, never correctness. Returns an unsubscribe function.
+   * latency, never correctness. The id ANY_ADDRESS means reports may have been lost (the
+   * engine reconnected): wake every local waiter once. Returns an unsubscribe function.
    */
   onExternalChange?(listener: (addressId: string) => void): () => void;
 

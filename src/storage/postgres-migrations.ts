@@ -1,0 +1,58 @@
+// Numbered PostgreSQL migrations, run in order at start by postgres.ts inside one
+// transaction that holds an advisory lock, so that several instances starting together
+// apply each migration exactly once. Never edit one that has landed: add the next number.
+//
+// Types, and why:
+// - times are bigint milliseconds since the epoch (the Storage interface speaks ms);
+// - `data` and `metadata` are TEXT, not jsonb: CONTRACT §3 wants `data` back with its keys
+//   in the order they were delivered, which jsonb normalises away;
+// - `last_sequence` lives on the address row: the append transaction bumps it under the
+//   row lock, so sequences are gapless per address and never reused (CONTRACT §3).
+
+export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+  {
+    version: 1,
+    name: 'addresses, events, rate buckets',
+    sql: `
+      CREATE TABLE addresses (
+        id                    text PRIMARY KEY,
+        slug                  text NOT NULL UNIQUE,
+        name                  text NOT NULL,
+        task_id               text,
+        email                 text NOT NULL,
+        created_at            bigint NOT NULL,
+        expires_at            bigint,
+        read_token_digest     text NOT NULL,
+        ingress_secret_digest text NOT NULL,
+        -- The highest sequence ever given out here: sequences are never reused (CONTRACT §3).
+        last_sequence         bigint NOT NULL DEFAULT 0
+      );
+      CREATE INDEX addresses_expiry ON addresses (expires_at) WHERE expires_at IS NOT NULL;
+
+      CREATE TABLE events (
+        id              text PRIMARY KEY,
+        address_id      text NOT NULL REFERENCES addresses (id) ON DELETE CASCADE,
+        sequence        bigint NOT NULL,
+        type            text NOT NULL,
+        source          text NOT NULL,
+        data            text NOT NULL,
+        metadata        text,
+        dedupe_key      text,
+        created_at      bigint NOT NULL,
+        acknowledged_at bigint
+      );
+      CREATE UNIQUE INDEX events_by_sequence ON events (address_id, sequence);
+      -- One event per idempotency key per address: a second writer cannot win.
+      CREATE UNIQUE INDEX events_by_dedupe_key ON events (address_id, dedupe_key) WHERE dedupe_key IS NOT NULL;
+      CREATE INDEX events_acknowledged ON events (address_id, sequence) WHERE acknowledged_at IS NOT NULL;
+      CREATE INDEX events_by_age ON events (created_at);
+
+      CREATE TABLE rate_buckets (
+        key        text PRIMARY KEY,
+        tokens     double precision NOT NULL,
+        updated_at bigint NOT NULL
+      );
+      CREATE INDEX rate_buckets_by_age ON rate_buckets (updated_at);
+    `,
+  },
+];
