@@ -12,7 +12,7 @@ import { buildApp } from './http/app.js';
 import { startSmtpServer, type SmtpOptions } from './smtp/server.js';
 import { createLogger } from './logger.js';
 import { openStorage } from './storage/open.js';
-import type { Storage } from './storage/storage.js';
+import { ANY_ADDRESS, type Storage } from './storage/storage.js';
 
 export interface StartOptions {
   /** A fake clock, for tests of expiry and retention. */
@@ -48,7 +48,9 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
   const metrics = new Metrics(() => waiters.held);
   const service = new RoostService(storage, waiters, config, metrics, options.clock);
   // Commits made by other instances (PostgreSQL) wake the polls held here.
-  const stopListening = storage.onExternalChange?.((addressId) => waiters.wake(addressId));
+  const stopListening = storage.onExternalChange?.((addressId) =>
+    addressId === ANY_ADDRESS ? waiters.wakeAll() : waiters.wake(addressId),
+  );
 
   const app = await buildApp({ config, service, storage, waiters, metrics, logger });
   await app.listen({ port: config.port, host: config.host });

@@ -100,6 +100,11 @@ export class Waiters {
     if (listeners) for (const listener of [...listeners]) listener();
   }
 
+  /** Wakes everything held here, once: wake-ups may have been missed (a lost LISTEN connection). */
+  wakeAll(): void {
+    for (const addressId of new Set([...this.tickets.keys(), ...this.listeners.keys()])) this.wake(addressId);
+  }
+
   /** Shutdown: every held poll answers with what it has; streams are told to end. */
   closeAll(): void {
     this.closing = true;
