@@ -1,25 +1,46 @@
 // POST /api/v1/inbox/{addressId}/{secret}: the write-only inbox that remote services call.
+// A CreateEvent JSON body (CONTRACT §3), or with ?raw=1 any body as sent (§3.1).
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
 import type { DeliveryInput } from '../../core/service.js';
 import { CreateEventSchema, EventDeliveryResponseSchema } from '../../schemas.js';
 import { validationMessage } from '../errors.js';
-import { decodeJsonBody } from '../body.js';
+import { decodeJsonBody, rawBody } from '../body.js';
+import { RAW_EVENT_TYPE, captureRequest, rawCaptureType, wantsRaw, type RawQuery } from '../raw-capture.js';
 import { errorResponses } from './common.js';
+
+// Raw values are checked in the handler, after the inbox (so a wrong URL answers 404
+// whatever is sent); the schema only documents them.
+const InboxQuerySchema = Type.Object({
+  raw: Type.Optional(
+    Type.String({
+      enum: ['1', 'true'],
+      description:
+        'Raw capture (for webhook senders that post their own payloads): store the request as sent, any Content-Type. ' +
+        'data = { content_type, headers, body, body_base64 }; body_base64 holds the exact bytes for signature checks.',
+    }),
+  ),
+  type: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: `With raw=1: the event type (default ${RAW_EVENT_TYPE}).` }),
+  ),
+});
 
 export async function inboxRoutes(app: FastifyInstance): Promise<void> {
   const { service } = app.roost;
 
-  app.post<{ Params: { addressId: string; secret: string }; Body: DeliveryInput }>('/api/v1/inbox/:addressId/:secret', {
+  app.post<{ Params: { addressId: string; secret: string }; Querystring: RawQuery; Body: DeliveryInput }>('/api/v1/inbox/:addressId/:secret', {
     schema: {
       summary: 'Deliver an event (the secret in the path is the only credential)',
       description:
-        'Body: CreateEvent. 202 when queued (durable before the answer), 200 with duplicate=true for a repeated Idempotency-Key or dedupe_key.',
+        'Body: CreateEvent. 202 when queued (durable before the answer), 200 with duplicate=true for a repeated Idempotency-Key or dedupe_key. ' +
+        `With ?raw=1 the body may be anything (JSON, a form, text, bytes): it is stored as sent in an event of type ${RAW_EVENT_TYPE} ` +
+        '(or ?type=), with the request headers minus Authorization, Cookie and hop-by-hop ones.',
       params: Type.Object({
         addressId: Type.String({ description: 'The address id (addr_…).' }),
         secret: Type.String({ description: 'The ingress secret (roost_ingress_…) from inbox_url.' }),
       }),
+      querystring: InboxQuerySchema,
       headers: Type.Object({
         'idempotency-key': Type.Optional(Type.String({ description: 'Deduplicates retried deliveries within this return address (1–255 visible ASCII characters).' })),
       }),
@@ -34,16 +55,26 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
     // whatever is sent; validation errors are therefore attached, not thrown.
     attachValidation: true,
     preValidation: async (request) => {
+      // Raw capture keeps the bytes as they came (CONTRACT §3.1): no JSON decoding.
+      if (wantsRaw(request.query)) return;
       request.body = decodeJsonBody(request, { optional: false }) as DeliveryInput;
     },
     handler: async (request, reply) => {
       const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
-      if (request.validationError) {
-        const error = request.validationError as Error & { validation?: []; validationContext?: string };
-        throw new RoostError('invalid_request', 400, validationMessage(error.validation ?? [], error.validationContext));
+      const header = request.headers['idempotency-key'];
+      const key = typeof header === 'string' ? header : undefined;
+      const rawType = rawCaptureType(request.query);
+      let input: DeliveryInput;
+      if (rawType !== undefined) {
+        input = captureRequest(request.headers, rawBody(request), rawType);
+      } else {
+        if (request.validationError) {
+          const error = request.validationError as Error & { validation?: []; validationContext?: string };
+          throw new RoostError('invalid_request', 400, validationMessage(error.validation ?? [], error.validationContext));
+        }
+        input = request.body;
       }
-      const key = request.headers['idempotency-key'];
-      const result = await service.deliver(address, request.body, typeof key === 'string' ? key : undefined, 'http');
+      const result = await service.deliver(address, input, key, 'http');
       return reply.code(result.status).send(result.body);
     },
   });

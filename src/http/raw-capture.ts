@@ -1,0 +1,145 @@
+// Raw capture (CONTRACT §3.1): `POST {inbox_url}?raw=1` stores what a real webhook sender
+// (GitHub, Stripe, Slack, Twilio…) posted, whatever its Content-Type, as one event whose
+// `data` keeps the exact bytes (so the reader can check the sender's HMAC signature) next
+// to a readable form of them. The event then takes the one deliver path like any other.
+import type { IncomingHttpHeaders } from 'node:http';
+import { TextDecoder } from 'node:util';
+import { invalidRequest } from '../core/errors.js';
+import { MAX_JSON_DEPTH } from '../core/limits.js';
+import { jsonDepthExceeds, type DeliveryInput } from '../core/service.js';
+import { isJsonMediaType } from './body.js';
+
+export const RAW_EVENT_TYPE = 'webhook.received';
+
+/** The longest `?type=` accepted; event types are names, not payloads. */
+const MAX_TYPE_LENGTH = 200;
+
+/** What a raw capture stores as the event's `data`. */
+export interface RawCaptureData {
+  /** The Content-Type header as sent, or null when there was none. */
+  content_type: string | null;
+  /** Request headers (lower-case names) minus credentials and hop-by-hop ones. */
+  headers: Record<string, string>;
+  /** Parsed JSON, parsed form fields, the text, or null for binary bytes. */
+  body: unknown;
+  /** The exact bytes received, base64. */
+  body_base64: string;
+}
+
+export interface RawQuery {
+  raw?: unknown;
+  type?: unknown;
+}
+
+/** Whether the request asks for raw capture at all (any `raw` value; checked later). */
+export function wantsRaw(query: unknown): boolean {
+  return typeof query === 'object' && query !== null && (query as RawQuery).raw !== undefined;
+}
+
+/**
+ * The event type a raw capture uses, or undefined when raw capture is not asked for.
+ * `raw` must be `1` or `true`; `type` only makes sense with it.
+ */
+export function rawCaptureType(query: RawQuery): string | undefined {
+  const { raw, type } = query;
+  if (raw === undefined) {
+    if (type !== undefined) throw invalidRequest('Invalid query parameter "type": it is only used with raw=1 (raw capture).');
+    return undefined;
+  }
+  if (raw !== '1' && raw !== 'true') {
+    throw invalidRequest('Invalid query parameter "raw": use raw=1 to store the request as sent, or leave it out.');
+  }
+  if (type === undefined) return RAW_EVENT_TYPE;
+  if (typeof type !== 'string' || type.length === 0 || type.length > MAX_TYPE_LENGTH || /[\x00-\x1f\x7f]/.test(type)) {
+    throw invalidRequest(`Invalid query parameter "type": it must be given once, 1–${MAX_TYPE_LENGTH} characters without control characters.`);
+  }
+  return type;
+}
+
+// Credentials never reach storage (CONTRACT §1, §3.1); hop-by-hop headers describe the
+// connection to us, not the sender's message (RFC 9110 §7.6.1).
+const DROPPED_HEADERS = new Set([
+  'authorization', 'cookie', 'connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade',
+]);
+
+export function storedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  // Headers the Connection header names are hop-by-hop too (RFC 9110 §7.6.1).
+  const named = new Set(
+    String(headers.connection ?? '').split(',').map((name) => name.trim().toLowerCase()).filter(Boolean),
+  );
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || DROPPED_HEADERS.has(name) || name.startsWith('proxy-') || named.has(name)) continue;
+    kept[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return kept;
+}
+
+/** The body as text in its declared charset (UTF-8 by default), or null for binary bytes. */
+function decodeText(bytes: Buffer, contentType: string | undefined): string | null {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1];
+  let decoder: TextDecoder;
+  try {
+    decoder = new TextDecoder(charset ?? 'utf-8', { fatal: true });
+  } catch {
+    decoder = new TextDecoder('utf-8', { fatal: true }); // unknown label
+  }
+  let text: string;
+  try {
+    text = decoder.decode(bytes);
+  } catch {
+    return null;
+  }
+  // A NUL does not occur in text that people or senders write; it marks binary data
+  // that happens to be valid UTF-8.
+  return text.includes('\0') ? null : text;
+}
+
+/** Form fields in order of first appearance; a repeated key becomes an array. */
+function parseForm(text: string): Record<string, string | string[]> {
+  const fields = new Map<string, string | string[]>();
+  for (const [key, value] of new URLSearchParams(text)) {
+    const seen = fields.get(key);
+    if (seen === undefined) fields.set(key, value);
+    else if (Array.isArray(seen)) seen.push(value);
+    else fields.set(key, [seen, value]);
+  }
+  // fromEntries defines own properties, so a "__proto__" field stays a field.
+  return Object.fromEntries(fields);
+}
+
+/**
+ * The readable form of the body: parsed JSON for JSON media types, form fields for
+ * application/x-www-form-urlencoded, else the text. Raw means as sent, so bytes that do
+ * not parse as their type claims are kept as text rather than refused.
+ */
+function readableBody(bytes: Buffer, contentType: string | undefined): unknown {
+  const text = decodeText(bytes, contentType);
+  if (text === null) return null;
+  const media = contentType?.split(';')[0].trim().toLowerCase();
+  if (isJsonMediaType(media)) {
+    try {
+      const parsed: unknown = JSON.parse(text);
+      // `data` wraps the body two levels deep; deeper JSON than the service stores
+      // (CONTRACT §3) is kept as text instead of refusing the capture.
+      if (!jsonDepthExceeds(parsed, MAX_JSON_DEPTH - 2)) return parsed;
+    } catch {
+      /* not JSON after all: keep the text */
+    }
+    return text;
+  }
+  if (media === 'application/x-www-form-urlencoded') return parseForm(text);
+  return text;
+}
+
+/** The delivery that stores one request as sent. */
+export function captureRequest(headers: IncomingHttpHeaders, bytes: Buffer, type: string): DeliveryInput {
+  const contentType = headers['content-type'];
+  const data: RawCaptureData = {
+    content_type: contentType ?? null,
+    headers: storedHeaders(headers),
+    body: readableBody(bytes, contentType),
+    body_base64: bytes.toString('base64'),
+  };
+  return { type, source: 'https', data };
+}
