@@ -1,20 +1,174 @@
 #!/usr/bin/env node
-// The `roost` command (CONTRACT §11).
-import { loadConfig, ConfigError } from './config.js';
-import { startRoost } from './server.js';
+// The `roost` command (CONTRACT §11): `serve` runs the service; the other commands are a
+// client of a running one, built on the SDK in ./client. Output contract: stdout carries
+// JSON only (one object a line when piped); progress and summaries go to stderr, and only
+// when stderr is a terminal. Exit status: 0 done, 1 failed (one line on stderr), 2 bad usage.
+import { readFileSync } from 'node:fs';
+import { chmod, open, readFile, unlink } from 'node:fs/promises';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { ENV_VARS } from './config.js';
+import { RoostClient } from './client/client.js';
+import { parseCredentials } from './client/credentials.js';
+import { readCursorFile, writeCursorFile } from './client/cursor-file.js';
+import { RoostError, RoostNetworkError } from './client/errors.js';
+import { forwardEvents } from './client/forwarder.js';
+import { retryTransient } from './client/retry.js';
+import type { CreateAddress, CreateEvent, Event } from './schemas.js';
 
-async function serve(): Promise<void> {
+const DEFAULT_URL = 'http://localhost:3000';
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** Set once `serve` has started: the process then lives until a signal. */
+let serving = false;
+
+/** A mistake in how the command was called: exit status 2. */
+class UsageError extends Error {}
+
+// ---------------------------------------------------------------- output
+
+const humanStderr = Boolean(process.stderr.isTTY);
+
+/** Progress and summaries for a person; silent when stderr is piped. Never pass a read token. */
+function note(message: string): void {
+  if (humanStderr) process.stderr.write(`${message}\n`);
+}
+
+/** A whole response: indented for a person at a terminal, one line for a program. */
+function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, process.stdout.isTTY ? 2 : undefined)}\n`);
+}
+
+/** One record of a stream: always one line, so that `| jq -c`, `| head -1` work. */
+function printLine(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+// ---------------------------------------------------------------- argument parsers
+
+function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+      throw new InvalidArgumentError(max === Number.MAX_SAFE_INTEGER ? `must be a whole number ≥ ${min}.` : `must be a whole number from ${min} to ${max}.`);
+    }
+    return Number(value);
+  };
+}
+
+function httpUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('must be an http(s) URL.');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('must be an http(s) URL.');
+  return value;
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+// ---------------------------------------------------------------- credentials
+
+interface ServiceFlags {
+  url?: string;
+  credentials?: string;
+}
+
+const withUrl = (command: Command) =>
+  command.option('--url <url>', `the service (default: $ROOST_URL, else the saved credentials' URL, else ${DEFAULT_URL})`, httpUrl);
+
+const withCredentials = (command: Command) =>
+  withUrl(command).option('--credentials <file>', 'a saved creation response (default: $ROOST_CREDENTIALS, or $ROOST_ADDRESS_ID + $ROOST_READ_TOKEN)');
+
+function checkedUrl(value: string, from: string): string {
+  try {
+    return httpUrl(value);
+  } catch {
+    throw new UsageError(`${from} must be an http(s) URL, got "${value}"`);
+  }
+}
+
+async function readCredentialsFile(path: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read credentials file ${path}: ${(error as Error).message}`);
+  }
+}
+
+/** The client for the address in use: --credentials, $ROOST_CREDENTIALS, or id + token. */
+async function addressClient(flags: ServiceFlags): Promise<RoostClient> {
+  const env = process.env;
+  let saved: string | undefined;
+  let from = '';
+  if (flags.credentials) {
+    saved = await readCredentialsFile(flags.credentials);
+    from = flags.credentials;
+  } else if (env.ROOST_CREDENTIALS) {
+    // Either the path of a saved creation response or (for CI secrets) its JSON text.
+    const value = env.ROOST_CREDENTIALS.trim();
+    saved = value.startsWith('{') ? value : await readCredentialsFile(value);
+    from = value.startsWith('{') ? '$ROOST_CREDENTIALS' : value;
+  }
+  const explicitUrl = flags.url ?? (env.ROOST_URL ? checkedUrl(env.ROOST_URL, 'ROOST_URL') : undefined);
+  if (saved !== undefined) {
+    let credentials;
+    try {
+      credentials = parseCredentials(saved);
+    } catch (error) {
+      throw new UsageError(`${from}: ${(error as Error).message}`);
+    }
+    return new RoostClient({
+      baseUrl: explicitUrl ?? credentials.baseUrl,
+      addressId: credentials.addressId,
+      readToken: credentials.readToken,
+      userAgent: `roost-cli/${VERSION}`,
+    });
+  }
+  if (env.ROOST_ADDRESS_ID && env.ROOST_READ_TOKEN) {
+    return new RoostClient({
+      baseUrl: explicitUrl ?? DEFAULT_URL,
+      addressId: env.ROOST_ADDRESS_ID,
+      readToken: env.ROOST_READ_TOKEN,
+      userAgent: `roost-cli/${VERSION}`,
+    });
+  }
+  throw new UsageError(
+    'no credentials: pass --credentials FILE (a creation response saved with `roost create --save FILE`), or set ROOST_CREDENTIALS, or ROOST_ADDRESS_ID and ROOST_READ_TOKEN',
+  );
+}
+
+/** Aborts on SIGINT/SIGTERM, so that a held poll or a retry sleep ends at once. */
+function stopSignal(): AbortSignal {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return controller.signal;
+}
+
+// ---------------------------------------------------------------- commands
+
+async function serve(flags: Record<string, string | boolean | undefined>): Promise<void> {
+  // Loaded here, so that the client commands start without the server's dependencies.
+  const { loadConfig, ConfigError } = await import('./config.js');
+  const { startRoost } = await import('./server.js');
+  const fromFlags: Record<string, string> = {};
+  for (const [flag, name] of Object.entries(SERVE_FLAGS)) {
+    const value = flags[flag];
+    if (value !== undefined) fromFlags[name] = value === true ? 'true' : String(value);
+  }
   let config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig({ ...process.env, ...fromFlags });
   } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`roost: ${error.message}\n`);
-      process.exit(2);
-    }
+    if (error instanceof ConfigError) throw new UsageError(error.message);
     throw error;
   }
   const roost = await startRoost(config);
+  serving = true;
   const stop = (signal: string) => {
     roost.logger.info({ signal }, 'shutting down');
     roost.close().then(
@@ -29,13 +183,316 @@ async function serve(): Promise<void> {
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
-const command = process.argv[2];
-if (command === 'serve') {
-  serve().catch((error) => {
-    process.stderr.write(`roost: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
+/** `serve` flag (commander's camelCase name) → the variable of CONTRACT §10 it sets. */
+const SERVE_FLAGS: Record<string, (typeof ENV_VARS)[number]> = {
+  port: 'PORT',
+  host: 'HOST',
+  baseUrl: 'ROOST_BASE_URL',
+  db: 'ROOST_DB',
+  databaseUrl: 'DATABASE_URL',
+  smtpPort: 'ROOST_SMTP_PORT',
+  mailDomain: 'ROOST_MAIL_DOMAIN',
+  createRate: 'ROOST_CREATE_RATE',
+  trustProxy: 'ROOST_TRUST_PROXY',
+  maxBodyBytes: 'ROOST_MAX_BODY_BYTES',
+  maxEmailBytes: 'ROOST_MAX_EMAIL_BYTES',
+  defaultTtl: 'ROOST_DEFAULT_TTL_SECONDS',
+  maxTtl: 'ROOST_MAX_TTL_SECONDS',
+  logLevel: 'LOG_LEVEL',
+};
+
+async function create(flags: ServiceFlags & { name?: string; taskId?: string; expiresIn?: number; save?: string; force?: boolean }) {
+  const baseUrl = flags.url ?? (process.env.ROOST_URL ? checkedUrl(process.env.ROOST_URL, 'ROOST_URL') : DEFAULT_URL);
+  const client = new RoostClient({ baseUrl, userAgent: `roost-cli/${VERSION}` });
+  // Open the file before creating, so that a refusal to overwrite wastes no address.
+  const file = flags.save ? await openForSave(flags.save, Boolean(flags.force)) : undefined;
+  const request: CreateAddress = {};
+  if (flags.name !== undefined) request.name = flags.name;
+  if (flags.taskId !== undefined) request.task_id = flags.taskId;
+  if (flags.expiresIn !== undefined) request.expires_in_seconds = flags.expiresIn;
+  let created;
+  try {
+    created = await client.createAddress(request);
+  } catch (error) {
+    await file?.discard();
+    throw error;
+  }
+  let saveError: unknown;
+  try {
+    await file?.write(`${JSON.stringify(created, null, 2)}\n`);
+  } catch (error) {
+    saveError = error;
+  }
+  // Printed even when saving failed: the read token is shown once (spec §2.3).
+  printJson(created);
+  if (saveError) throw new Error(`could not save to ${flags.save}: ${(saveError as Error).message} (the response is on stdout)`);
+  note(`Created ${created.address.id} (${created.address.name})`);
+  note(`  email:  ${created.address.email}`);
+  note(`  inbox:  ${created.endpoints.inbox_url}  (give this to the sender; it can only write)`);
+  if (created.address.expiresAt) note(`  expires ${created.address.expiresAt}`);
+  note(
+    flags.save
+      ? `The read token is shown once; it is saved in ${flags.save} (mode 0600). Next: roost events --credentials ${flags.save} --follow`
+      : 'The read token is shown once: keep the JSON above (or use --save FILE).',
+  );
+}
+
+/** A file for the creation response: created 0600, never overwritten without --force. */
+async function openForSave(path: string, force: boolean) {
+  let handle;
+  try {
+    handle = await open(path, force ? 'w' : 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new UsageError(`${path} exists; pass --force to overwrite it`);
+    throw new UsageError(`cannot write ${path}: ${(error as Error).message}`);
+  }
+  // An existing file keeps its mode when reopened: make it private either way.
+  await chmod(path, 0o600);
+  return {
+    async write(text: string) {
+      try {
+        await handle.writeFile(text);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+    },
+    async discard() {
+      await handle.close();
+      if (!force) await unlink(path).catch(() => {});
+    },
+  };
+}
+
+async function events(flags: ServiceFlags & { after: number; limit?: number; wait?: number; follow?: boolean; ack?: boolean }) {
+  const client = await addressClient(flags);
+  const signal = stopSignal();
+  let printed = 0;
+  let cursor = flags.after;
+  const take = async (event: Event) => {
+    printLine(event);
+    printed += 1;
+    cursor = event.sequence;
+    if (flags.ack) await retryTransient(() => client.ack(event.id, { signal }), { signal });
+  };
+
+  if (flags.follow) {
+    note(`Following ${client.addressId} after ${cursor}${flags.ack ? ', acknowledging' : ''} (Ctrl-C to stop)`);
+    const stream = client.events({
+      after: cursor,
+      wait: Math.max(1, flags.wait ?? 25),
+      signal,
+      onRetry: (error, delay) => note(`${error.message}; retrying in ${seconds(delay)}`),
+    });
+    for await (const event of stream) {
+      await take(event);
+      if (flags.limit !== undefined && printed >= flags.limit) break;
+    }
+  } else {
+    // Read on until caught up (or --limit events); only the first request waits.
+    let wait = flags.wait ?? 0;
+    for (;;) {
+      const pageSize = Math.min(100, flags.limit === undefined ? 100 : flags.limit - printed);
+      const page = await client.listEvents({ after: cursor, limit: pageSize, wait, signal }).catch((error) => {
+        if (signal.aborted) return undefined;
+        throw error;
+      });
+      if (!page) break;
+      for (const event of page.events) await take(event);
+      cursor = Math.max(cursor, page.next_cursor);
+      wait = 0;
+      if (!page.has_more || (flags.limit !== undefined && printed >= flags.limit)) break;
+    }
+  }
+  note(`${printed} event${printed === 1 ? '' : 's'}${flags.ack && printed ? ', acknowledged' : ''}; next: --after ${cursor}`);
+}
+
+async function send(inboxUrl: string, flags: { type?: string; source?: string; data?: string; metadata?: string[]; key?: string }) {
+  const event: CreateEvent = {};
+  if (flags.type !== undefined) event.type = flags.type;
+  if (flags.source !== undefined) event.source = flags.source;
+  if (flags.data !== undefined) event.data = await readData(flags.data);
+  if (flags.metadata?.length) {
+    event.metadata = {};
+    for (const pair of flags.metadata) {
+      const at = pair.indexOf('=');
+      if (at < 1) throw new UsageError(`--metadata wants key=value, got "${pair}"`);
+      event.metadata[pair.slice(0, at)] = pair.slice(at + 1);
+    }
+  }
+  const client = new RoostClient({ baseUrl: new URL(inboxUrl).origin, userAgent: `roost-cli/${VERSION}` });
+  const result = await client.deliver(inboxUrl, event, { idempotencyKey: flags.key });
+  printJson(result);
+  note(
+    result.duplicate
+      ? `Duplicate: ${result.event.id} (#${result.event.sequence}) was already queued with this key; nothing new was queued`
+      : `Queued ${result.event.id} as #${result.event.sequence}`,
+  );
+}
+
+/** --data: JSON text, @file, or @- for standard input. */
+async function readData(value: string): Promise<unknown> {
+  let text = value;
+  let from = '--data';
+  if (value.startsWith('@')) {
+    from = value === '@-' ? 'standard input' : value.slice(1);
+    try {
+      text = value === '@-' ? await readStdin() : await readFile(value.slice(1), 'utf8');
+    } catch (error) {
+      throw new UsageError(`cannot read ${from}: ${(error as Error).message}`);
+    }
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`${from} is not JSON: ${(error as Error).message}`);
+  }
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function listen(flags: ServiceFlags & { forward: string; cursorFile?: string; includeAcked?: boolean }) {
+  const client = await addressClient(flags);
+  const addressId = client.addressId!;
+  const cursorFile = flags.cursorFile ?? `.roost-cursor-${addressId}`;
+  let after: number;
+  try {
+    after = (await readCursorFile(cursorFile, addressId)) ?? 0;
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const signal = stopSignal();
+  note(`Forwarding ${addressId} → ${flags.forward}, after #${after} (cursor in ${cursorFile}; Ctrl-C to stop)`);
+  await forwardEvents({
+    client,
+    target: flags.forward,
+    after,
+    signal,
+    includeAcknowledged: flags.includeAcked,
+    saveCursor: (sequence) => writeCursorFile(cursorFile, addressId, sequence),
+    onForwarded: (event, status, attempts) => {
+      printLine({ id: event.id, sequence: event.sequence, type: event.type, status, attempts });
+      note(`#${event.sequence} ${event.id} ${event.type} → ${status}${attempts > 1 ? ` after ${attempts} attempts` : ''}`);
+    },
+    onSkipped: (event) => note(`#${event.sequence} ${event.id} already acknowledged; skipped`),
+    onRetry: (event, reason, delay) => note(`${event ? `#${event.sequence}: ` : ''}${reason}; retrying in ${seconds(delay)}`),
   });
-} else {
-  process.stderr.write('usage: roost serve\n');
-  process.exit(2);
+  note('Stopped.');
+}
+
+// ---------------------------------------------------------------- the program
+
+function buildProgram(): Command {
+  const program = new Command('roost')
+    .description('Return addresses for software agents: run the service, or use one from the command line.')
+    .version(VERSION)
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(`roost: ${text.replace(/^error: /, '')}`) })
+    .showHelpAfterError('(add --help for usage)');
+
+  const serveCommand = program
+    .command('serve')
+    .description('run the service (HTTP, SMTP, MCP); every flag overrides its environment variable')
+    .option('--port <n>', 'HTTP port; 0 picks a free one [PORT, 3000]')
+    .option('--host <host>', 'HTTP interface [HOST, 127.0.0.1]')
+    .option('--base-url <url>', 'public origin used in returned URLs [ROOST_BASE_URL]')
+    .option('--db <file>', 'SQLite file [ROOST_DB, ./data/roost.db]')
+    .option('--database-url <url>', 'postgres://… — use PostgreSQL instead [DATABASE_URL]')
+    .option('--smtp-port <n>', 'inbound SMTP port, 0 disables [ROOST_SMTP_PORT, 2525]')
+    .option('--mail-domain <domain>', 'domain of the addresses [ROOST_MAIL_DOMAIN, localhost]')
+    .option('--create-rate <rate>', 'creations per client IP, N/sec|min|hour [ROOST_CREATE_RATE, 20/min]')
+    .option('--trust-proxy [value]', 'believe X-Forwarded-For: true, hop count or addresses [ROOST_TRUST_PROXY]')
+    .option('--max-body-bytes <size>', 'largest delivery, e.g. 256KiB [ROOST_MAX_BODY_BYTES]')
+    .option('--max-email-bytes <size>', 'largest email, e.g. 10MiB [ROOST_MAX_EMAIL_BYTES]')
+    .option('--default-ttl <seconds>', 'lifetime when a creation gives none [ROOST_DEFAULT_TTL_SECONDS]')
+    .option('--max-ttl <seconds>', 'longest lifetime allowed [ROOST_MAX_TTL_SECONDS]')
+    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [LOG_LEVEL, info]')
+    .action(serve);
+  serveCommand.addHelpText('after', `\nEnvironment: ${ENV_VARS.join(', ')}`);
+
+  withUrl(program.command('create'))
+    .description('create a return address and print the creation response (its read token is shown once)')
+    .option('--name <name>', 'human-readable purpose (at most 100 characters)')
+    .option('--task-id <id>', 'your task identifier (at most 200 characters)')
+    .option('--expires-in <seconds>', 'lifetime, 60–31536000 seconds', wholeNumber(60, 31_536_000))
+    .option('--save <file>', 'also write the response to FILE, mode 0600')
+    .option('--force', 'let --save overwrite an existing file')
+    .action(create);
+
+  withCredentials(program.command('get'))
+    .description('print the address of the credentials in use')
+    .action(async (flags: ServiceFlags) => printJson({ address: await (await addressClient(flags)).getAddress() }));
+
+  withCredentials(program.command('delete'))
+    .description('delete the address and its events; its token and inbox URL stop working')
+    .action(async (flags: ServiceFlags) => {
+      const client = await addressClient(flags);
+      await client.deleteAddress();
+      note(`Deleted ${client.addressId}`);
+    });
+
+  withCredentials(program.command('events'))
+    .description('print events, one JSON object a line')
+    .option('--after <n>', 'start after this sequence', wholeNumber(0), 0)
+    .option('--limit <n>', 'print at most N events', wholeNumber(1))
+    .option('--wait <seconds>', 'long-poll up to S seconds (0–25) when nothing is new', wholeNumber(0, 25))
+    .option('--follow', 'keep long-polling for new events until interrupted')
+    .option('--ack', 'acknowledge each event once printed')
+    .action(events);
+
+  withCredentials(program.command('ack'))
+    .description('acknowledge one event and print it')
+    .argument('<event-id>', 'the event (evt_…)')
+    .action(async (eventId: string, flags: ServiceFlags) => printJson({ event: await (await addressClient(flags)).ack(eventId) }));
+
+  program
+    .command('send')
+    .description('deliver one event to an inbox URL and print the response')
+    .argument('<inbox-url>', 'the inbox_url of a creation response', httpUrl)
+    .option('--type <type>', 'event type [message.received]')
+    .option('--source <source>', 'event source [https]')
+    .option('--data <json>', 'the payload: JSON text, @file, or @- for standard input')
+    .option('--metadata <key=value>', 'a metadata entry (repeatable)', collect)
+    .option('--key <key>', 'Idempotency-Key: a repeat with the same key queues nothing new')
+    .action(send);
+
+  withCredentials(program.command('listen'))
+    .description('forward each event, in order, as a JSON POST to URL; acknowledge on 2xx, retry otherwise, resume after a restart')
+    .requiredOption('--forward <url>', 'where to POST each event', httpUrl)
+    .option('--cursor-file <file>', 'where the cursor is kept [.roost-cursor-<addressId>]')
+    .addOption(new Option('--include-acked', 'also forward events already acknowledged'))
+    .action(listen);
+
+  return program;
+}
+
+function fail(error: unknown): never {
+  if (error instanceof UsageError) {
+    process.stderr.write(`roost: ${error.message}\n`);
+    process.exit(2);
+  }
+  if (error instanceof RoostNetworkError) process.stderr.write(`roost: ${error.message}\n`);
+  else if (error instanceof RoostError) process.stderr.write(`roost: ${error.code}: ${error.message}\n`);
+  else process.stderr.write(`roost: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+}
+
+// A reader that stops early (`roost events --follow | head -1`) is not a failure.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  fail(error);
+});
+
+try {
+  await buildProgram().parseAsync(process.argv);
+  // The client commands are done here; idle keep-alive sockets must not hold the process.
+  // `serve` keeps running until a signal stops it.
+  if (!serving) process.exit(0);
+} catch (error) {
+  if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : 2);
+  fail(error);
 }

@@ -5,9 +5,10 @@ import type {
   Address, AddressResponse, CreateAddress, CreateAddressResponse, CreateEvent, ErrorBody, Event,
   EventDeliveryResponse, EventPage, EventResponse,
 } from '../schemas.js';
-import { backoffDelay, sleep, type BackoffOptions } from './backoff.js';
+import type { BackoffOptions } from './backoff.js';
 import { parseCredentials } from './credentials.js';
-import { RoostError, RoostNetworkError, describeNetworkFailure, isAbortError } from './errors.js';
+import { RoostError, RoostNetworkError, describeNetworkFailure } from './errors.js';
+import { retryTransient } from './retry.js';
 
 export const CLIENT_VERSION = '0.1.0';
 
@@ -156,27 +157,10 @@ export class RoostClient {
     const wait = options.wait ?? 25;
     const limit = options.limit ?? 100;
     let cursor = options.after ?? 0;
-    let attempt = 0;
-    const retrying = async <T>(operation: () => Promise<T>): Promise<T | undefined> => {
-      for (;;) {
-        if (signal?.aborted) return undefined;
-        try {
-          const result = await operation();
-          attempt = 0;
-          return result;
-        } catch (error) {
-          if (signal?.aborted || isAbortError(error)) return undefined;
-          if (!(error instanceof RoostError) || !error.retryable) throw error;
-          const delay = backoffDelay(attempt, this.#backoff, error.retryAfterMs);
-          attempt += 1;
-          onRetry?.(error, delay, attempt);
-          await sleep(delay, signal);
-        }
-      }
-    };
+    const retry = { signal, backoff: this.#backoff, onRetry };
 
     while (!signal?.aborted) {
-      const page = await retrying(() => this.listEvents({ after: cursor, limit, wait, signal }));
+      const page = await retryTransient(() => this.listEvents({ after: cursor, limit, wait, signal }), retry);
       if (!page) return;
       for (const event of page.events) {
         // Never repeat: whatever a page holds, only a sequence past the cursor is new.
@@ -185,7 +169,7 @@ export class RoostClient {
         yield event;
         // Resumed: the consumer asked for the next event, so it has taken this one.
         if (options.ack) {
-          const acked = await retrying(() => this.#ackUnlessGone(event.id, signal));
+          const acked = await retryTransient(() => this.#ackUnlessGone(event.id, signal), retry);
           if (acked === undefined) return;
         }
       }

@@ -7,6 +7,7 @@
 import { backoffDelay, sleep, type BackoffOptions } from './backoff.js';
 import type { RoostClient } from './client.js';
 import { RoostError, describeNetworkFailure, isAbortError } from './errors.js';
+import { retryTransient } from './retry.js';
 import type { Event } from '../schemas.js';
 
 export interface ForwardOptions {
@@ -90,18 +91,20 @@ async function postUntilAccepted(event: Event, options: ForwardOptions, backoff:
 
 /** True once acknowledged (or purged meanwhile); false when aborted first. */
 async function ackWithRetry(event: Event, options: ForwardOptions, backoff: BackoffOptions): Promise<boolean> {
-  for (let attempt = 0; ; attempt++) {
-    if (options.signal.aborted) return false;
-    try {
-      await options.client.ack(event.id, { signal: options.signal });
+  const acked = await retryTransient(
+    async () => {
+      try {
+        await options.client.ack(event.id, { signal: options.signal });
+      } catch (error) {
+        if (!(error instanceof RoostError && error.code === 'event_not_found')) throw error;
+      }
       return true;
-    } catch (error) {
-      if (options.signal.aborted) return false;
-      if (error instanceof RoostError && error.code === 'event_not_found') return true;
-      if (!(error instanceof RoostError) || !error.retryable) throw error;
-      const delay = backoffDelay(attempt, backoff, error.retryAfterMs);
-      options.onRetry?.(event, `acknowledging: ${error.message}`, delay, attempt + 1);
-      await sleep(delay, options.signal);
-    }
-  }
+    },
+    {
+      signal: options.signal,
+      backoff,
+      onRetry: (error, delay, attempt) => options.onRetry?.(event, `acknowledging: ${error.message}`, delay, attempt),
+    },
+  );
+  return acked === true;
 }

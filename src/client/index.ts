@@ -4,6 +4,7 @@ export type { RoostClientOptions, ListEventsOptions, DeliverOptions, EventsOptio
 export { RoostError, RoostNetworkError } from './errors.js';
 export { parseCredentials, type SavedCredentials } from './credentials.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';
+export { retryTransient, type RetryOptions } from './retry.js';
 export { forwardEvents, type ForwardOptions } from './forwarder.js';
 export { readCursorFile, writeCursorFile } from './cursor-file.js';
 
