@@ -17,7 +17,7 @@ export interface AuthenticationSummary {
   /** The domain SPF was evaluated for. */
   spf_domain: string | null;
   /** One entry per DKIM-Signature header. `aligned` = the signing domain matches From. */
-  dkim: Array<{ domain: string; selector: string | null; result: AuthResult; aligned: boolean }>;
+  dkim: Array<{ domain: string; selector: string | null; result: AuthResult; aligned: boolean; comment: string | null }>;
   /** DMARC for the From domain; `none` when the domain publishes no policy. */
   dmarc: AuthResult;
   /** The domain of the From header that all of this is about. */
@@ -136,13 +136,16 @@ export class Authenticator {
       disableBimi: true,
     });
     const fromDomain = (result.dkim as { headerFrom?: string[] } | undefined)?.headerFrom?.[0]?.split('@').pop()?.toLowerCase() ?? null;
-    const dkim = ((result.dkim?.results ?? []) as Array<{ signingDomain?: string; selector?: string; status?: { result?: string } }>)
-      .map((row) => ({
-        domain: (row.signingDomain ?? '').toLowerCase(),
-        selector: row.selector ?? null,
-        result: normalise(row.status?.result),
-        aligned: aligned(row.signingDomain, fromDomain),
-      }));
+    const dkim = ((result.dkim?.results ?? []) as Array<{ signingDomain?: string; selector?: string; status?: { result?: string; comment?: string | false } }>)
+      // An unsigned message still yields one row, "none" with no domain: not a signature.
+      .filter((row) => row.signingDomain)
+      .map((row) => {
+        const comment = row.status?.comment || null;
+        // mailauth says "neutral" when the body hash does not match; RFC 6376 §6.1.3 calls
+        // that a failed signature — the body was changed after signing — and so do we.
+        const result = comment === 'body hash did not verify' ? 'fail' : normalise(row.status?.result);
+        return { domain: (row.signingDomain ?? '').toLowerCase(), selector: row.selector ?? null, result, aligned: aligned(row.signingDomain, fromDomain), comment };
+      });
     const spfStatus = result.spf ? normalise((result.spf as { status?: { result?: string } }).status?.result) : 'none';
     const spfDomain = result.spf ? ((result.spf as { domain?: string }).domain ?? null) : null;
     const dmarc = result.dmarc ? normalise((result.dmarc as { status?: { result?: string } }).status?.result) : 'none';
