@@ -27,9 +27,8 @@ import {
 const WAKE_CHANNEL = 'roost_wake';
 
 /** Advisory locks are (namespace, key) pairs; the namespace is "Roos" in ASCII. */
-const LOCK_NAMESPACE = 0x526f6f73;
-const MIGRATION_LOCK = 1;
-const PURGE_LOCK = 2;
+export const ADVISORY_LOCKS = { namespace: 0x526f6f73, migration: 1, purge: 2 } as const;
+const { namespace: LOCK_NAMESPACE, migration: MIGRATION_LOCK, purge: PURGE_LOCK } = ADVISORY_LOCKS;
 
 /** Rows removed per statement by purge, so that no sweep holds many locks for long. */
 const PURGE_BATCH_ADDRESSES = 500;
@@ -263,7 +262,8 @@ class WakeListener {
 
   /** The listener's backend process id, so tests can terminate it. */
   async backendPid(): Promise<number | undefined> {
-    const result = await this.client?.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    // The connection may be dying under us: no pid then, rather than an error.
+    const result = await this.client?.query<{ pid: number }>('SELECT pg_backend_pid() AS pid').catch(() => undefined);
     return result?.rows[0]?.pid;
   }
 
@@ -340,7 +340,9 @@ export class PostgresStorage implements Storage {
       await storage.listener.start();
     } catch (error) {
       await storage.close();
-      throw error;
+      // At start the operator needs the real cause, not the 503 a request would get.
+      const cause = (error as { cause?: unknown }).cause ?? error;
+      throw new Error(`Cannot open PostgreSQL at ${storage.description}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     }
     return storage;
   }
@@ -371,11 +373,29 @@ export class PostgresStorage implements Storage {
 
   // --- plumbing ------------------------------------------------------------------------
 
+  /**
+   * A pooled connection. Failing to get one is always "unavailable" (503), whatever the
+   * cause: refused, timed out, the database not accepting connections, too many clients.
+   */
+  private async connect(): Promise<pg.PoolClient> {
+    try {
+      return await this.pool.connect();
+    } catch (error) {
+      throw Object.assign(unavailable('The database is unavailable; retry shortly.'), { cause: error });
+    }
+  }
+
+  /** One statement on its own (autocommit). */
   private async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
     for (let attempt = 1; ; attempt++) {
+      const db = await this.connect();
       try {
-        return await this.pool.query<R>(text, values);
+        const result = await db.query<R>(text, values);
+        db.release();
+        return result;
       } catch (error) {
+        // A connection-level failure destroys the connection rather than pooling it again.
+        db.release(isUnavailable(error) ? (error as Error) : undefined);
         if (attempt < 3 && isRetryable(error)) continue;
         throw storageError(error);
       }
@@ -389,12 +409,7 @@ export class PostgresStorage implements Storage {
    */
   private async transaction<T>(work: (db: pg.PoolClient) => Promise<Outcome<T>>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      let db: pg.PoolClient;
-      try {
-        db = await this.pool.connect();
-      } catch (error) {
-        throw storageError(error);
-      }
+      const db = await this.connect();
       try {
         await db.query('BEGIN');
         const outcome = await work(db);
@@ -545,12 +560,7 @@ export class PostgresStorage implements Storage {
    */
   async purge(now: number, retainAfter: number): Promise<PurgeResult> {
     const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
-    let db: pg.PoolClient;
-    try {
-      db = await this.pool.connect();
-    } catch (error) {
-      throw storageError(error);
-    }
+    const db = await this.connect();
     let broken: Error | undefined;
     try {
       const { rows } = await db.query<{ locked: boolean }>(SQL.tryPurgeLock, [LOCK_NAMESPACE, PURGE_LOCK]);
