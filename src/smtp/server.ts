@@ -72,12 +72,12 @@ export async function startSmtpServer({ config, service, logger }: Deps, options
       room = record ? await service.hasRoom(record.id) : false;
     } catch (err) {
       log.error({ err }, 'recipient lookup failed');
-      throw reply(451, '4.3.0 Temporary failure, try again later');
+      throw reply(451, 'Temporary failure, try again later');
     }
     // Unknown, deleted, expired and foreign recipients get one and the same answer: no relaying.
-    if (!record) throw reply(550, '5.1.1 No such mailbox here');
+    if (!record) throw reply(550, 'No such mailbox here');
     // CONTRACT §8: a full queue is a temporary refusal; the sender retries this recipient later.
-    if (!room) throw reply(452, '4.2.2 Mailbox full: the return address holds 1000 unacknowledged events');
+    if (!room) throw reply(452, 'Mailbox full: the return address holds 1000 unacknowledged events');
   }
 
   async function onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
@@ -93,7 +93,7 @@ export async function startSmtpServer({ config, service, logger }: Deps, options
       length += chunk.length;
     }
     if (stream.sizeExceeded || length > config.maxEmailBytes) {
-      throw reply(552, `5.3.4 Message exceeds the fixed maximum message size of ${config.maxEmailBytes} bytes`);
+      throw reply(552, `Message exceeds the fixed maximum message size of ${config.maxEmailBytes} bytes`);
     }
     const raw = Buffer.concat(chunks, length);
     const remoteIp = session.remoteAddress.replace(/^::ffff:/, '');
@@ -143,12 +143,12 @@ export async function startSmtpServer({ config, service, logger }: Deps, options
           continue;
         }
         log.error({ err }, 'email delivery failed');
-        throw isTransient(err) ? reply(451, '4.3.0 Temporary failure, try again later') : reply(554, `5.6.0 ${(err as Error).message}`);
+        throw isTransient(err) ? reply(451, 'Temporary failure, try again later') : reply(554, `Refused: ${(err as Error).message}`);
       }
     }
-    if (queueFull) throw reply(452, '4.2.2 Mailbox full: the return address holds 1000 unacknowledged events; try again later');
-    if (delivered === 0) throw reply(550, '5.1.1 No such mailbox here');
-    return `2.0.0 OK: queued for ${delivered} recipient${delivered === 1 ? '' : 's'}`;
+    if (queueFull) throw reply(452, 'Mailbox full: the return address holds 1000 unacknowledged events; try again later');
+    if (delivered === 0) throw reply(550, 'No such mailbox here');
+    return `OK: queued for ${delivered} recipient${delivered === 1 ? '' : 's'}`;
   }
 
   const server = new SMTPServer({
@@ -172,7 +172,7 @@ export async function startSmtpServer({ config, service, logger }: Deps, options
         (message) => callback(null, message),
         (err: Error) => {
           if (!(err as { responseCode?: number }).responseCode) log.error({ err }, 'email handling failed');
-          callback((err as { responseCode?: number }).responseCode ? err : reply(451, '4.3.0 Temporary failure, try again later'));
+          callback((err as { responseCode?: number }).responseCode ? err : reply(451, 'Temporary failure, try again later'));
         },
       );
       inFlight.add(work);
@@ -207,7 +207,7 @@ export async function startSmtpServer({ config, service, logger }: Deps, options
         ]);
         clearTimeout(timer);
         for (const connection of server.connections) {
-          connection.send(421, '4.3.2 Server shutting down, try again later');
+          connection.send(421, 'Server shutting down, try again later');
           connection.close();
         }
         await closed;
