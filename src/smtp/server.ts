@@ -60,8 +60,12 @@ export async function startSmtpServer({ config, service, logger }: Deps, options
     if (at <= 0) return null;
     const local = recipient.slice(0, at).toLowerCase();
     const host = recipient.slice(at + 1).toLowerCase();
-    if (host !== domain || !/^[a-z0-9]+(-[a-z0-9]+)*$/.test(local) || local.length > 40) return null;
-    return service.findAddressBySlug(local);
+    if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(local) || local.length > 40) return null;
+    const record = await service.findAddressBySlug(local);
+    // The mail domain, or the domain the address's email was issued with (it is fixed at
+    // creation, and stays valid if the operator changes ROOST_MAIL_DOMAIN later).
+    if (!record || (host !== domain && host !== record.email.slice(record.email.lastIndexOf('@') + 1).toLowerCase())) return null;
+    return record;
   }
 
   async function onRcptTo(address: SMTPServerAddress): Promise<void> {
