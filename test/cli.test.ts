@@ -1,0 +1,249 @@
+// The built `roost` bin (dist/cli.js) run as a child process against a real server:
+// create/--save, send and duplicate send, events --wait --ack, listen with a failing sink
+// and a restart, and the exit status contract (0 done, 1 failed, 2 bad usage).
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import type { CreateAddressResponse, Event, EventDeliveryResponse } from '../src/schemas.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+const BIN = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+interface Running {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves once stdout holds `count` lines, failing if the process exits first. */
+  lines(count: number): Promise<string[]>;
+  exit(): Promise<number | null>;
+}
+
+describe('roost CLI', () => {
+  let server: TestServer;
+  let dir: string;
+  let baseEnv: Record<string, string>;
+
+  // The child sees no ROOST_* variable of ours, and reaches the server at its real origin.
+  function start(args: string[], env: Record<string, string> = {}, input?: string): Running {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', ...baseEnv, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let onOutput = () => {};
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      onOutput();
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdin!.end(input);
+    const exited = once(child, 'exit').then(([code]) => code as number | null);
+    const lines = () => stdout.split('\n').filter(Boolean);
+    return {
+      child,
+      stdout: () => stdout,
+      stderr: () => stderr,
+      exit: () => exited,
+      lines: (count) =>
+        Promise.race([
+          new Promise<string[]>((resolve) => {
+            onOutput = () => lines().length >= count && resolve(lines());
+            onOutput();
+          }),
+          exited.then((code) => Promise.reject(new Error(`roost ${args[0]} exited ${code} early:\n${stdout}\n${stderr}`))),
+        ]),
+    };
+  }
+
+  async function run(args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
+    const running = start(args, env, input);
+    const code = await running.exit();
+    return { code, stdout: running.stdout(), stderr: running.stderr() };
+  }
+
+  /** `roost create --save FILE`; returns the saved response and its inbox at the server's real origin. */
+  async function createSaved(file: string) {
+    const result = await run(['create', '--name', 'cli test', '--save', file]);
+    assert.equal(result.code, 0, result.stderr);
+    const created = JSON.parse(result.stdout) as CreateAddressResponse;
+    return { created, inbox: `${server.url}${new URL(created.endpoints.inbox_url).pathname}` };
+  }
+
+  before(async () => {
+    server = await startTestServer('sqlite');
+    dir = mkdtempSync(join(tmpdir(), 'roost-cli-'));
+    baseEnv = { ROOST_URL: server.url };
+  });
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('create prints the creation response and --save writes it with mode 0600, never over a file', async () => {
+    const result = await run(['create', '--name', 'saved', '--task-id', 'T-9', '--expires-in', '3600', '--save', 'creds.json']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, '', 'nothing on stderr when it is not a terminal');
+    const printed = JSON.parse(result.stdout) as CreateAddressResponse;
+    assert.equal(printed.address.taskId, 'T-9');
+    assert.ok(printed.address.expiresAt);
+    const path = join(dir, 'creds.json');
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    assert.deepEqual(JSON.parse(readFileSync(path, 'utf8')), printed);
+
+    const again = await run(['create', '--save', 'creds.json']);
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /exists; pass --force/);
+    assert.equal(again.stdout, '');
+    assert.deepEqual(JSON.parse(readFileSync(path, 'utf8')), printed, 'the saved file is untouched');
+
+    // Without --url or ROOST_URL, the saved credentials say where the service is.
+    const local = { ...printed, endpoints: { ...printed.endpoints, events_url: `${server.url}/api/v1/addresses/${printed.address.id}/events` } };
+    writeFileSync(join(dir, 'local.json'), JSON.stringify(local));
+    const got = await run(['get', '--credentials', 'local.json'], { ROOST_URL: '' });
+    assert.equal(got.code, 0, got.stderr);
+    assert.equal(JSON.parse(got.stdout).address.id, printed.address.id);
+  });
+
+  test('send delivers one event; a repeat with the same --key queues nothing new', async () => {
+    const { created, inbox } = await createSaved('send.json');
+    writeFileSync(join(dir, 'payload.json'), '{"order": 42}');
+    const first = await run(['send', inbox, '--type', 'order.paid', '--data', '@payload.json', '--metadata', 'region=eu', '--key', 'order-42']);
+    assert.equal(first.code, 0, first.stderr);
+    const delivered = JSON.parse(first.stdout) as EventDeliveryResponse;
+    assert.equal(delivered.duplicate, false);
+    assert.equal(delivered.event.type, 'order.paid');
+    assert.deepEqual(delivered.event.data, { order: 42 });
+    assert.deepEqual(delivered.event.metadata, { region: 'eu' });
+
+    const repeat = await run(['send', inbox, '--data', '@-', '--key', 'order-42'], {}, '{"order": "changed"}');
+    assert.equal(repeat.code, 0, repeat.stderr);
+    const duplicate = JSON.parse(repeat.stdout) as EventDeliveryResponse;
+    assert.equal(duplicate.duplicate, true);
+    assert.equal(duplicate.event.id, delivered.event.id);
+
+    const listed = await run(['events', '--credentials', 'send.json']);
+    assert.equal(listed.code, 0, listed.stderr);
+    const events = listed.stdout.trim().split('\n').map((line) => JSON.parse(line) as Event);
+    assert.deepEqual(events.map((e) => e.id), [delivered.event.id]);
+    assert.equal(events[0].address_id, created.address.id);
+  });
+
+  test('events --wait holds until an event arrives, prints it and --ack acknowledges it', async () => {
+    const { inbox } = await createSaved('wait.json');
+    const waiting = start(['events', '--credentials', 'wait.json', '--wait', '20', '--ack']);
+    const sent = await run(['send', inbox, '--data', '{"hello":"world"}']);
+    assert.equal(sent.code, 0, sent.stderr);
+    assert.equal(await waiting.exit(), 0, waiting.stderr());
+    const printed = waiting.stdout().trim().split('\n').map((line) => JSON.parse(line) as Event);
+    assert.deepEqual(printed.map((e) => e.data), [{ hello: 'world' }]);
+
+    const after = await run(['events', '--credentials', 'wait.json', '--after', '0']);
+    const [event] = after.stdout.trim().split('\n').map((line) => JSON.parse(line) as Event);
+    assert.ok(event.acknowledged_at, 'acknowledged by --ack');
+    const later = await run(['events', '--credentials', 'wait.json', '--after', String(event.sequence)]);
+    assert.equal(later.code, 0);
+    assert.equal(later.stdout, '');
+  });
+
+  describe('listen --forward', () => {
+    let sink: Server;
+    let sinkUrl: string;
+    const received: { sequence: number; id: string; status: number; body: Event }[] = [];
+    let failNext = 1;
+
+    before(async () => {
+      // A local webhook handler that fails the first request it gets, then accepts.
+      sink = createServer((request, response) => {
+        let body = '';
+        request.on('data', (chunk) => (body += chunk));
+        request.on('end', () => {
+          const status = failNext-- > 0 ? 500 : 200;
+          received.push({
+            sequence: Number(request.headers['x-roost-sequence']),
+            id: String(request.headers['x-roost-event-id']),
+            status,
+            body: JSON.parse(body),
+          });
+          response.writeHead(status).end();
+        });
+      });
+      sink.listen(0, '127.0.0.1');
+      await once(sink, 'listening');
+      sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}/hook`;
+    });
+    after(() => new Promise<void>((resolve) => sink.close(() => resolve())));
+
+    test('forwards in order, retries a failure, acknowledges, and resumes from its cursor file after a restart', { timeout: 60_000 }, async () => {
+      const { created, inbox } = await createSaved('listen.json');
+      const id = created.address.id;
+      for (const n of [1, 2]) assert.equal((await run(['send', inbox, '--data', String(n)])).code, 0);
+
+      const first = start(['listen', '--credentials', 'listen.json', '--forward', sinkUrl]);
+      const lines = (await first.lines(2)).map((line) => JSON.parse(line));
+      first.child.kill('SIGINT');
+      assert.equal(await first.exit(), 0, first.stderr());
+      assert.deepEqual(lines.map((l) => [l.sequence, l.status, l.attempts]), [[1, 200, 2], [2, 200, 1]]);
+      // The failed first attempt was retried before the second event was sent: no reordering.
+      assert.deepEqual(received.map((r) => [r.sequence, r.status]), [[1, 500], [1, 200], [2, 200]]);
+      assert.equal(received[1].body.id, received[1].id);
+      assert.equal(received[1].body.data, 1);
+      assert.deepEqual(JSON.parse(readFileSync(join(dir, `.roost-cursor-${id}`), 'utf8')), { address_id: id, after: 2 });
+      const listed = (await run(['events', '--credentials', 'listen.json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as Event);
+      assert.deepEqual(listed.map((e) => Boolean(e.acknowledged_at)), [true, true]);
+
+      // Restarted — forwarding acknowledged events too, so only the cursor file prevents repeats.
+      for (const n of [3, 4]) assert.equal((await run(['send', inbox, '--data', String(n)])).code, 0);
+      const second = start(['listen', '--credentials', 'listen.json', '--forward', sinkUrl, '--include-acked']);
+      const resumed = (await second.lines(2)).map((line) => JSON.parse(line));
+      second.child.kill('SIGTERM');
+      assert.equal(await second.exit(), 0, second.stderr());
+      assert.deepEqual(resumed.map((l) => l.sequence), [3, 4]);
+      assert.deepEqual(received.filter((r) => r.status === 200).map((r) => r.sequence), [1, 2, 3, 4], 'nothing delivered twice');
+    });
+  });
+
+  test('wrong credentials fail with exit 1 and one clear line', async () => {
+    const { created } = await createSaved('wrong.json');
+    const result = await run(['get'], { ROOST_ADDRESS_ID: created.address.id, ROOST_READ_TOKEN: 'roost_read_wrong' });
+    assert.equal(result.code, 1);
+    assert.equal(result.stdout, '');
+    assert.match(result.stderr, /^roost: unauthorized: [^\n]+\n$/);
+
+    const gone = await run(['events'], { ROOST_ADDRESS_ID: 'addr_nothing', ROOST_READ_TOKEN: 'roost_read_wrong' });
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, /^roost: address_not_found: /);
+  });
+
+  test('bad usage exits 2', async () => {
+    const cases: [string[], RegExp][] = [
+      [['events', '--credentials', 'creds.json', '--limit', '0'], /--limit/],
+      [['events', '--credentials', 'creds.json', '--wait', '26'], /--wait/],
+      [['create', '--bogus'], /unknown option '--bogus'/],
+      [['send', 'not-a-url'], /http\(s\) URL/],
+      [['send', `${server.url}/api/v1/inbox/addr_x/roost_ingress_x`, '--data', '{oops'], /--data is not JSON/],
+      [['events'], /no credentials/],
+      [['listen', '--credentials', 'creds.json'], /--forward/],
+      [['fly'], /unknown command/],
+    ];
+    for (const [args, message] of cases) {
+      const result = await run(args);
+      assert.equal(result.code, 2, `roost ${args.join(' ')}: ${result.stderr}`);
+      assert.match(result.stderr, message);
+      assert.equal(result.stdout, '');
+    }
+  });
+});
