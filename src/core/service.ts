@@ -43,6 +43,18 @@ export interface ListOptions {
 /** Which transport a delivery came through, for metrics. */
 export type Transport = 'http' | 'email' | 'mcp';
 
+/** A reader of one address's queue as a stream (CONTRACT §4.1); see openStream. */
+export interface EventStreamHandle {
+  /** Milliseconds until the address expires by the service's clock, or null without a lifetime. */
+  expiresInMs(): number | null;
+  /** True once the service is shutting down: the stream should end. */
+  readonly closing: boolean;
+  /** Events past `after` (at most `limit`), or 'gone' once the address is deleted or expired. */
+  readAfter(after: number, limit: number): Promise<{ events: Event[]; hasMore: boolean } | 'gone'>;
+  /** Stops the wake-ups; call it once when the stream ends. */
+  close(): void;
+}
+
 const CREDENTIALS_NOTE =
   'The read token is shown once, in this response only, and cannot be recovered: store it now. ' +
   'Read the events URL (and call the MCP URL) with the header "Authorization: Bearer <read_token>"; ' +
@@ -306,6 +318,34 @@ export class RoostService {
         // Deleted or expired between authorisation and the append.
         throw transport === 'http' ? inboxNotFound() : addressNotFound();
     }
+  }
+
+  // --- streaming (CONTRACT §4.1) -------------------------------------------------------
+
+  /**
+   * Opens a stream of the queue: authenticates as the events URL does (404, then 401),
+   * then subscribes `onChange` to the address's wake-ups — the long-poll's Waiters, not a
+   * second mechanism — before the caller's first read, so a commit during the replay still
+   * calls it. `onChange` also runs on shutdown (then `closing` is true). Wake-ups carry no
+   * data: the caller re-reads after its cursor, one read at a time.
+   */
+  async openStream(addressId: string, token: string | undefined, onChange: () => void): Promise<EventStreamHandle> {
+    const { expiresAt } = await this.authenticate(addressId, token);
+    const unsubscribe = this.waiters.subscribe(addressId, onChange);
+    const waiters = this.waiters;
+    return {
+      expiresInMs: () => (expiresAt === null ? null : expiresAt - this.now()),
+      get closing() {
+        return waiters.isClosing;
+      },
+      readAfter: async (after, limit) => {
+        // Deleted or expired: the stream ends with `gone` (CONTRACT §2: behaves as deleted).
+        if (!(await this.storage.getAddress(addressId, this.now()))) return 'gone';
+        const page = await this.storage.listEvents(addressId, after, limit);
+        return { events: page.events.map(toWireEvent), hasMore: page.hasMore };
+      },
+      close: unsubscribe,
+    };
   }
 
   // --- housekeeping --------------------------------------------------------------------

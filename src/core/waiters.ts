@@ -27,6 +27,13 @@ export class Waiters {
     return this.heldCount;
   }
 
+  /** Streams currently subscribed, over all addresses (for tests and /metrics). */
+  get subscribed(): number {
+    let count = 0;
+    for (const set of this.listeners.values()) count += set.size;
+    return count;
+  }
+
   get isClosing(): boolean {
     return this.closing;
   }

@@ -1,0 +1,197 @@
+// GET /api/v1/addresses/{id}/events/stream: the queue as Server-Sent Events (CONTRACT §4.1).
+// The service authenticates, subscribes to the long-poll's wake-ups and reads; this module
+// frames what it reads as SSE, keeps the connection alive and frees everything when the
+// stream ends (client gone, address gone, shutdown).
+import type { ServerResponse } from 'node:http';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { addressNotFound, invalidRequest } from '../../core/errors.js';
+import { LIMIT_MAX } from '../../core/limits.js';
+import type { EventStreamHandle } from '../../core/service.js';
+import { AddressParamsSchema } from './addresses.js';
+import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
+
+/** CONTRACT §4.1 asks for a comment at least every 15 s; 10 s leaves room for timer drift. */
+export const HEARTBEAT_MS = 10_000;
+/** The replay pages through storage in batches of the largest page size. */
+const BATCH = LIMIT_MAX;
+/** setTimeout's ceiling (~24.8 days); a later expiry re-arms the timer. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const DIGITS = /^\d{1,16}$/;
+
+const StreamQuerySchema = Type.Object({
+  after: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Start after this sequence (the Last-Event-ID header wins).' }),
+  ),
+});
+
+const StreamHeadersSchema = Type.Object({
+  'last-event-id': Type.Optional(Type.String({ description: 'The id of the last message received; a reconnect resumes after it.' })),
+});
+
+/** One open stream: serialised reads from the cursor on, framed as SSE messages. */
+class SseStream {
+  private reading = false;
+  private again = false;
+  private ended = false;
+  private heartbeat?: NodeJS.Timeout;
+  private expiry?: NodeJS.Timeout;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly handle: EventStreamHandle,
+    private cursor: number,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  start(): void {
+    this.res.once('close', () => this.end());
+    this.res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no', // nginx and similar proxies would otherwise hold messages back
+    });
+    this.res.write(': stream open\n\n');
+    this.heartbeat = setInterval(() => this.res.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    this.armExpiry();
+    this.pump();
+  }
+
+  /**
+   * Reads past the cursor and sends what it finds. A wake-up arriving during a read only
+   * asks for one more read once this one is done: reads never overlap, so nothing is sent
+   * twice or out of order.
+   */
+  pump(): void {
+    if (this.ended) return;
+    if (this.reading) {
+      this.again = true;
+      return;
+    }
+    this.reading = true;
+    void this.readUntilIdle();
+  }
+
+  private async readUntilIdle(): Promise<void> {
+    try {
+      do {
+        this.again = false;
+        await this.sendPending();
+      } while (this.again && !this.ended);
+    } catch (error) {
+      this.log.warn({ err: error }, 'event stream failed; closing it');
+      this.end();
+    } finally {
+      // Cleared in the same tick as the last `again` check, so no wake-up slips between.
+      this.reading = false;
+    }
+  }
+
+  private async sendPending(): Promise<void> {
+    if (this.handle.closing) return this.end(); // shutdown: clients reconnect with Last-Event-ID
+    for (;;) {
+      const page = await this.handle.readAfter(this.cursor, BATCH);
+      if (this.ended) return;
+      if (page === 'gone') {
+        // `data` is required for EventSource to dispatch the event at all.
+        await this.send(`event: gone\ndata: ${JSON.stringify(addressNotFound().toJSON())}\n\n`);
+        return this.end();
+      }
+      if (page.events.length > 0) {
+        let chunk = '';
+        for (const event of page.events) chunk += `id: ${event.sequence}\ndata: ${JSON.stringify(event)}\n\n`;
+        this.cursor = page.events[page.events.length - 1].sequence;
+        await this.send(chunk);
+      }
+      if (!page.hasMore || this.ended) return;
+    }
+  }
+
+  /** Writes, and waits while the client is slow to read (backpressure), or gone. */
+  private async send(chunk: string): Promise<void> {
+    if (this.ended || this.res.write(chunk)) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        this.res.off('drain', done);
+        this.res.off('close', done);
+        resolve();
+      };
+      this.res.on('drain', done);
+      this.res.on('close', done);
+    });
+  }
+
+  /** The address ends the stream when it expires (CONTRACT §2: from expiresAt it is gone). */
+  private armExpiry(): void {
+    const remaining = this.handle.expiresInMs();
+    if (remaining === null || this.ended) return;
+    this.expiry = setTimeout(() => {
+      this.expiry = undefined;
+      const left = this.handle.expiresInMs();
+      if (left !== null && left > 0) this.armExpiry(); // capped timer, or fired early
+      else this.pump(); // the read finds the address gone
+    }, Math.min(Math.max(remaining, 0), MAX_TIMER_MS));
+  }
+
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearInterval(this.heartbeat);
+    clearTimeout(this.expiry);
+    this.handle.close();
+    this.res.end();
+  }
+}
+
+export async function streamRoutes(app: FastifyInstance): Promise<void> {
+  const { service } = app.roost;
+
+  app.get<{ Params: { addressId: string }; Querystring: { after: number } }>('/api/v1/addresses/:addressId/events/stream', {
+    schema: {
+      summary: 'Follow the queue as Server-Sent Events',
+      description:
+        'Every event past `after` (or the Last-Event-ID header, which wins) is sent first, then each new one as it is committed. ' +
+        'Each message is `id: {sequence}` and `data: {Event as JSON}`; a comment line comes at least every 15 s. ' +
+        'When the address is deleted or expires the server sends `event: gone` and closes. A reconnect with Last-Event-ID misses nothing and repeats nothing.',
+      security: bearerSecurity,
+      params: AddressParamsSchema,
+      querystring: StreamQuerySchema,
+      headers: StreamHeadersSchema,
+      response: {
+        200: {
+          description: 'A stream of events (text/event-stream).',
+          content: { 'text/event-stream': { schema: Type.String() } },
+        },
+        ...errorResponses(400, 401, 404),
+      },
+    },
+    // Digits only, as on the events URL (CONTRACT §4), checked before coercion.
+    preValidation: async (request) => {
+      const after = (request.query as Record<string, unknown>).after;
+      if (after !== undefined && (typeof after !== 'string' || !DIGITS.test(after))) {
+        throw invalidRequest('Invalid query parameter "after": it must be a non-negative whole number written in decimal digits.');
+      }
+      const lastEventId = request.headers['last-event-id'];
+      if (lastEventId !== undefined && lastEventId !== '' && (typeof lastEventId !== 'string' || !DIGITS.test(lastEventId) || !Number.isSafeInteger(Number(lastEventId)))) {
+        throw invalidRequest('Invalid Last-Event-ID header: it must be the id (a sequence number) of a message of this stream.');
+      }
+    },
+    handler: async (request, reply) => {
+      const lastEventId = request.headers['last-event-id'];
+      const cursor = typeof lastEventId === 'string' && lastEventId !== '' ? Number(lastEventId) : request.query.after;
+      const left = clientGone(reply);
+      // Wake-ups before the stream exists are covered by its first read (subscribed first).
+      let onChange = () => {};
+      const handle = await service.openStream(request.params.addressId, requestToken(request), () => onChange());
+      reply.hijack();
+      if (left.aborted) {
+        handle.close();
+        reply.raw.destroy();
+        return;
+      }
+      const stream = new SseStream(reply.raw, handle, cursor, request.log);
+      onChange = () => stream.pump();
+      stream.start();
+    },
+  });
+}
