@@ -1,0 +1,98 @@
+// The MCP endpoints in the Fastify app (CONTRACT §7): `POST /mcp` (the service) and
+// `POST /mcp/{addressId}` (bound to one address, the `mcp_url` of a creation response),
+// stateless Streamable HTTP — a new server and transport per request (STACK.md).
+// Protocol-level failures here are JSON-RPC errors, never the REST error shape and never
+// a 5xx for a client's mistake (CONTRACT §6, last paragraph).
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isJsonMediaType, mediaType, rawBody } from '../http/body.js';
+import { AddressParamsSchema } from '../http/routes/addresses.js';
+import { clientGone } from '../http/routes/common.js';
+import { buildMcpServer } from './server.js';
+
+/** JSON-RPC's own error codes plus the SDK's "server error" for transport-level refusals. */
+const SERVER_ERROR = -32000;
+
+function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string, headers: Record<string, string> = {}) {
+  for (const [name, value] of Object.entries(headers)) reply.header(name, value);
+  return reply.code(status).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+/**
+ * The JSON-RPC body. Fastify hands every body over as bytes (http/app.ts); a JSON one is
+ * parsed here. Anything else is passed on as null: the SDK then refuses the Content-Type
+ * (415) before it looks at the body.
+ */
+function parseBody(request: FastifyRequest): { ok: true; body: unknown } | { ok: false } {
+  if (!isJsonMediaType(mediaType(request))) return { ok: true, body: null };
+  try {
+    return { ok: true, body: JSON.parse(rawBody(request).toString('utf8')) };
+  } catch {
+    return { ok: false };
+  }
+}
+
+export async function mcpRoutes(app: FastifyInstance): Promise<void> {
+  const { service, metrics, config } = app.roost;
+
+  // Failures before the SDK is reached (the body limit, mostly) in JSON-RPC form.
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return jsonRpcError(reply, 413, SERVER_ERROR, `The request body exceeds the ${config.maxBodyBytes}-byte limit.`);
+    }
+    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+      return jsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: the HTTP request is malformed.');
+    }
+    request.log.error({ err: error }, 'MCP request failed');
+    return jsonRpcError(reply, 500, ErrorCode.InternalError, 'Internal error; retry later.');
+  });
+
+  const handle = async (request: FastifyRequest<{ Params: { addressId?: string } }>, reply: FastifyReply) => {
+    const parsed = parseBody(request);
+    if (!parsed.ok) return jsonRpcError(reply, 400, ErrorCode.ParseError, 'Parse error: Invalid JSON');
+
+    // From here the SDK writes the response itself.
+    reply.hijack();
+    const server = buildMcpServer({
+      service,
+      boundAddressId: request.params.addressId,
+      authorization: request.headers.authorization,
+      clientIp: request.ip,
+      signal: clientGone(reply),
+      onInternalError: (error) => {
+        metrics.storageErrors.inc();
+        request.log.error({ err: error }, 'MCP tool failed');
+      },
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    reply.raw.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(request.raw, reply.raw, parsed.body);
+    } catch (error) {
+      request.log.error({ err: error }, 'MCP request failed');
+      if (!reply.raw.headersSent) {
+        reply.raw.writeHead(500, { 'content-type': 'application/json' });
+        reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: ErrorCode.InternalError, message: 'Internal error; retry later.' }, id: null }));
+      }
+    }
+  };
+
+  // Stateless: no server-initiated stream (GET) and no session to end (DELETE); the SDK's
+  // stateless examples answer 405 with a JSON-RPC error, and clients expect exactly that.
+  const methodNotAllowed = async (_request: FastifyRequest, reply: FastifyReply) =>
+    jsonRpcError(reply, 405, SERVER_ERROR, 'Method not allowed: this stateless MCP endpoint takes POST only.', { Allow: 'POST' });
+
+  const description =
+    'Streamable HTTP MCP endpoint (stateless; POST JSON-RPC with "Accept: application/json, text/event-stream"). ' +
+    'Credentials: "Authorization: Bearer roost_read_…" or the tools\' read_token argument. See /llms.txt.';
+  app.post('/mcp', { schema: { summary: 'MCP: create return addresses and use any of them', description } }, handle);
+  app.post('/mcp/:addressId', { schema: { summary: 'MCP bound to one return address (mcp_url)', description, params: AddressParamsSchema } }, handle);
+  for (const url of ['/mcp', '/mcp/:addressId']) {
+    app.route({ method: ['GET', 'DELETE', 'PUT', 'PATCH'], url, schema: { hide: true }, handler: methodNotAllowed });
+  }
+}
