@@ -412,7 +412,7 @@ function buildProgram(): Command {
     .option('--max-ttl <seconds>', 'longest lifetime allowed [ROOST_MAX_TTL_SECONDS]')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [LOG_LEVEL, info]')
     .action(serve);
-  serveCommand.addHelpText('after', `\nEnvironment: ${ENV_VARS.join(', ')}`);
+  serveCommand.addHelpText('after', `\nEnvironment variables (a flag wins over its variable):\n  ${ENV_VARS.join(', ')}\n`);
 
   withUrl(program.command('create'))
     .description('create a return address and print the creation response (its read token is shown once)')
