@@ -29,7 +29,8 @@ test('links: anchors with their text and entities decoded, bare URLs, List-Unsub
     subject: null,
     text: null,
     html: '<p><a class="btn" href="https://app.example/magic-link?t=a1&amp;next=%2F">Log&nbsp;in</a> '
-      + 'or see https://docs.example/guide. <a href=\'mailto:x@example.org\'>mail</a> <a href="javascript:alert(1)">x</a></p>',
+      + 'or see https://docs.example/guide. <a href=\'mailto:x@example.org\'>mail</a> <a href="javascript:alert(1)">x</a></p>'
+      + '<script>document.write(\'<a href="https://tracker.example/">t</a>\')</script><a href="https://unclosed.example/"',
     listUnsubscribe: '<mailto:leave@example.org>, <https://news.example/unsub?u=9>',
   });
   assert.deepEqual(hints.links, [

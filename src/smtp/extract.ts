@@ -28,6 +28,9 @@ export interface ExtractInput {
 const NOTE = 'hints only, guessed from the message text; links were not visited';
 const MAX_CODES = 10;
 const MAX_LINKS = 50;
+// Hints come from the start of a message: codes and links sit near the top, and a bound
+// keeps a hostile 10 MiB body from costing more than a normal one.
+const MAX_SCAN_CHARS = 200_000;
 
 const CODE_WORDS = /\b(code|codes|otp|passcode|pass code|pin|one[- ]time|verification|verify|confirm|confirmation|security|login|log-in|sign[- ]in|2fa|two[- ]factor|token|código|code de|Bestätigungscode|Code)\b/i;
 // Digits (optionally split in two by a space or dash, as in "123 456") or a short mixed
@@ -36,7 +39,12 @@ const CODE_CANDIDATE = /(?<![\w./:#@-])(\d{4,8}|\d{3}[- ]\d{3}|(?=[A-Z0-9-]*\d)(
 const ACTION_WORDS = /(verif|confirm|activat|magic|sign[-_ ]?in|signin|log[-_ ]?in|login|auth|token|reset|password|validate|approve|accept|invite|otp|one[-_]?time)/i;
 const UNSUBSCRIBE_WORDS = /(unsubscribe|opt[-_ ]?out|email[-_ ]?preferences|manage[-_ ]?subscription)/i;
 const URL_IN_TEXT = /\bhttps?:\/\/[^\s<>"'`]+/gi;
-const ANCHOR = /<a\b[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))[^>]*>([\s\S]*?)<\/a\s*>/gi;
+// Each piece is bounded, and anchors are found piece by piece rather than with one
+// pattern, so that unclosed tags cannot make the scan quadratic (or worse).
+const A_TAG = /<a\b[^>]{0,2000}>/gi;
+const HREF = /\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))/i;
+const A_END = /<\/a\s*>/i;
+const MAX_ANCHOR_TEXT = 2000;
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
 
@@ -50,12 +58,27 @@ function decodeEntities(text: string): string {
   });
 }
 
+/** Drops <script> and <style> blocks; an unclosed one swallows the rest, as in a browser. */
+function withoutScripts(html: string): string {
+  const open = /<(script|style)\b/gi;
+  let out = '';
+  let from = 0;
+  let match: RegExpExecArray | null;
+  while ((match = open.exec(html))) {
+    out += html.slice(from, match.index);
+    const close = new RegExp(`</${match[1]}\\s*>`, 'gi');
+    close.lastIndex = open.lastIndex;
+    if (!close.exec(html)) return out;
+    from = open.lastIndex = close.lastIndex;
+  }
+  return out + html.slice(from);
+}
+
 function htmlToText(html: string): string {
   return decodeEntities(
-    html
-      .replace(/<(script|style)\b[\s\S]*?<\/\1\s*>/gi, ' ')
+    withoutScripts(html)
       .replace(/<br\s*\/?>|<\/(p|div|tr|li|h\d)>/gi, '\n')
-      .replace(/<[^>]+>/g, ' '),
+      .replace(/<[^<>]{0,2000}>/g, ' '),
   ).replace(/[ \t\u00a0]+/g, ' ');
 }
 
@@ -101,7 +124,8 @@ function findCodes(text: string): string[] {
   return [...new Set(found.map((f) => f.code))].slice(0, MAX_CODES);
 }
 
-export function extractHints(input: ExtractInput): Extracted {
+export function extractHints(full: ExtractInput): Extracted {
+  const input = { ...full, text: full.text?.slice(0, MAX_SCAN_CHARS) ?? null, html: full.html?.slice(0, MAX_SCAN_CHARS) ?? null };
   const links = new Map<string, ExtractedLink>();
   const add = (rawUrl: string, text: string | null) => {
     const url = trimUrl(decodeEntities(rawUrl.trim()));
@@ -117,9 +141,15 @@ export function extractHints(input: ExtractInput): Extracted {
     links.set(url, { url, text, kind: kindOf(url, text) });
   };
   if (input.html) {
-    for (const match of input.html.matchAll(ANCHOR)) {
-      const anchorText = htmlToText(match[4]).replace(/\s+/g, ' ').trim();
-      add(match[1] ?? match[2] ?? match[3] ?? '', anchorText || null);
+    const html = withoutScripts(input.html);
+    for (const tag of html.matchAll(A_TAG)) {
+      const href = HREF.exec(tag[0]);
+      if (!href) continue;
+      const after = (tag.index ?? 0) + tag[0].length;
+      const rest = html.slice(after, after + MAX_ANCHOR_TEXT);
+      const end = rest.search(A_END);
+      const anchorText = end >= 0 ? htmlToText(rest.slice(0, end)).replace(/\s+/g, ' ').trim() : '';
+      add(href[1] ?? href[2] ?? href[3] ?? '', anchorText || null);
     }
   }
   const plain = input.text ?? (input.html ? htmlToText(input.html) : '');
