@@ -56,7 +56,7 @@ async function resolveTarget(context: ToolContext, args: AddressArguments): Prom
     throw invalidRequest(`address_id: this MCP endpoint is bound to ${bound}; omit address_id or pass that id.`);
   }
   const addressId = bound ?? args.address_id;
-  if (addressId === undefined) throw invalidRequest('Missing required field "address_id".');
+  if (addressId === undefined) throw invalidRequest('Missing required argument "address_id".');
   const header = bearerToken(context.authorization);
   if (header !== undefined && args.read_token !== undefined && header !== args.read_token) {
     // CONTRACT §5's order still holds: an unknown address answers 404 before any 401.
