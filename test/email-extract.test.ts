@@ -36,6 +36,8 @@ test('links: anchors with their text and entities decoded, bare URLs, List-Unsub
   assert.deepEqual(hints.links, [
     { url: 'https://app.example/magic-link?t=a1&next=%2F', text: 'Log in', kind: 'action' },
     { url: 'https://docs.example/guide', text: null, kind: 'other' },
+    // An unclosed tag is not an anchor, but its URL is still text on the page.
+    { url: 'https://unclosed.example/', text: null, kind: 'other' },
     { url: 'https://news.example/unsub?u=9', text: null, kind: 'unsubscribe' },
   ]);
 });
