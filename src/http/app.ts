@@ -9,7 +9,7 @@ import type { Metrics } from '../core/metrics.js';
 import type { RoostService } from '../core/service.js';
 import type { Waiters } from '../core/waiters.js';
 import type { Storage } from '../storage/storage.js';
-import { installErrorHandling } from './errors.js';
+import { installErrorHandling, renderClientError, renderFrameworkError } from './errors.js';
 import { addressRoutes } from './routes/addresses.js';
 import { eventRoutes } from './routes/events.js';
 import { inboxRoutes } from './routes/inbox.js';
@@ -49,6 +49,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // On close, idle keep-alive sockets go at once; requests in flight finish (CONTRACT §9).
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // Failures answered before any route runs still get the Error shape (CONTRACT §6).
+    frameworkErrors: renderFrameworkError,
+    clientErrorHandler: renderClientError,
   });
   app.decorate('roost', deps);
 

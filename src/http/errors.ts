@@ -2,6 +2,8 @@
 // our RoostErrors, Fastify's validation and parsing errors, unknown routes (404), wrong
 // methods (405) and crashes (500 without internals).
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { RoostError } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
 
@@ -84,4 +86,42 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
     request.log.error({ err: error }, 'request failed');
     return sendError(reply, new RoostError('internal_error', 500, 'Something went wrong on our side; the request was not completed. Retry later.'));
   });
+}
+
+/**
+ * Router failures that Fastify answers before any route, hook or error handler runs (a
+ * malformed percent-encoding, a path segment over maxParamLength). Without this they
+ * would leave in Fastify's own shape; CONTRACT §6 wants ours.
+ */
+export function renderFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    // Longer than any id or secret this service issues: nothing can live there.
+    sendError(reply, new RoostError('not_found', 404, 'Nothing exists at this path: one of its segments is longer than any identifier this service issues.'));
+    return;
+  }
+  sendError(reply, new RoostError('invalid_request', 400, 'The URL is malformed; check its percent-encoding.'));
+}
+
+/**
+ * Requests Node's HTTP parser rejects (unknown methods, bad framing, oversized headers,
+ * timeouts) never reach Fastify's routes; they are answered here, on the socket, in the
+ * Error shape of CONTRACT §6 — as Node's own handler does, then the connection is closed.
+ */
+export function renderClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'The request was not received in time.']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'The request line and headers exceed the size limit.']
+        : [400, 'The request is not valid HTTP/1.1 (method, request line, headers or body framing).'];
+  const body = JSON.stringify(new RoostError('invalid_request', status, message).toJSON());
+  const pending = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !pending?.headersSent) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
