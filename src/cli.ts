@@ -5,8 +5,8 @@
 // when stderr is a terminal. Exit status: 0 done, 1 failed (one line on stderr), 2 bad usage.
 import { readFileSync } from 'node:fs';
 import { chmod, open, readFile, unlink } from 'node:fs/promises';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ENV_VARS } from './config.js';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { ConfigError, ENV_VARS, loadConfig } from './config.js';
 import { RoostClient } from './client/client.js';
 import { parseCredentials } from './client/credentials.js';
 import { readCursorFile, writeCursorFile } from './client/cursor-file.js';
@@ -153,7 +153,6 @@ function stopSignal(): AbortSignal {
 
 async function serve(flags: Record<string, string | boolean | undefined>): Promise<void> {
   // Loaded here, so that the client commands start without the server's dependencies.
-  const { loadConfig, ConfigError } = await import('./config.js');
   const { startRoost } = await import('./server.js');
   const fromFlags: Record<string, string> = {};
   for (const [flag, name] of Object.entries(SERVE_FLAGS)) {
@@ -464,7 +463,7 @@ function buildProgram(): Command {
     .description('forward each event, in order, as a JSON POST to URL; acknowledge on 2xx, retry otherwise, resume after a restart')
     .requiredOption('--forward <url>', 'where to POST each event', httpUrl)
     .option('--cursor-file <file>', 'where the cursor is kept [.roost-cursor-<addressId>]')
-    .addOption(new Option('--include-acked', 'also forward events already acknowledged'))
+    .option('--include-acked', 'also forward events already acknowledged')
     .action(listen);
 
   return program;
