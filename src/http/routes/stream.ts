@@ -64,6 +64,8 @@ class SseStream {
    */
   pump(): void {
     if (this.ended) return;
+    // Shutdown (Waiters.closeAll): end now, even while a read or a slow client is pending.
+    if (this.handle.closing) return this.end();
     if (this.reading) {
       this.again = true;
       return;
@@ -139,7 +141,10 @@ class SseStream {
     clearInterval(this.heartbeat);
     clearTimeout(this.expiry);
     this.handle.close();
-    this.res.end();
+    // A client that stopped reading would hold the connection (and a shutdown) open
+    // until its buffered messages drain: cut it off; it resumes with Last-Event-ID.
+    if (this.res.writableNeedDrain) this.res.destroy();
+    else this.res.end();
   }
 }
 
