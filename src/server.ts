@@ -53,17 +53,27 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
   );
 
   const app = await buildApp({ config, service, storage, waiters, metrics, logger });
-  await app.listen({ port: config.port, host: config.host });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const url = `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`;
-  if (config.baseUrlFromPort) config.baseUrl = `http://localhost:${port}`;
+  let url: string;
+  let smtp: Awaited<ReturnType<typeof startSmtpServer>> | null;
+  try {
+    await app.listen({ port: config.port, host: config.host });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
+    url = `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`;
+    if (config.baseUrlFromPort) config.baseUrl = `http://localhost:${port}`;
 
-  // ROOST_SMTP_PORT=0 disables SMTP (CONTRACT §8); a test asks for any free port via options.smtp.port.
-  const smtp = config.smtpPort !== 0 || options.smtp?.port !== undefined
-    ? await startSmtpServer({ config, service, logger }, options.smtp)
-    : null;
+    // ROOST_SMTP_PORT=0 disables SMTP (CONTRACT §8); a test asks for any free port via options.smtp.port.
+    smtp = config.smtpPort !== 0 || options.smtp?.port !== undefined
+      ? await startSmtpServer({ config, service, logger }, options.smtp)
+      : null;
+  } catch (error) {
+    // A port already taken must not leave the other listener or the storage open.
+    await app.close().catch(() => undefined);
+    stopListening?.();
+    await storage.close().catch(() => undefined);
+    throw error;
+  }
   const smtpPort: number | null = smtp?.port ?? null;
 
   const sweeper = new Sweeper(service, config.sweepIntervalMs, logger);
