@@ -1,0 +1,128 @@
+// Two Roost processes on one PostgreSQL database, as behind a load balancer: a poll held
+// on one is woken by a delivery to the other; concurrent deliveries split across both take
+// sequences 1..N exactly; one idempotency key wins once across both; the create rate limit
+// is one bucket for both (CONTRACT §3, §4, §9).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { eventually } from './helpers/engines.js';
+import { createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
+import { createTestDatabase, postgresSkipReason, type TestDatabase } from './helpers/postgres.js';
+import { spawnServer, type ServerProcess } from './helpers/process.js';
+
+const skip = await postgresSkipReason();
+
+/** The same inbox path on another instance. */
+const inboxOn = (server: ServerProcess, address: CreatedAddress) => `${server.url}${new URL(address.inbox).pathname}`;
+
+/** Each test creates from its own client address, so that only the rate-limit test meets the limit. */
+const from = (ip: string) => ({ 'x-forwarded-for': ip });
+
+async function heldPolls(server: ServerProcess): Promise<number> {
+  const metrics = await request(server.url, 'GET', '/metrics');
+  const match = /^roost_polls_held (\d+)/m.exec(metrics.text);
+  return match ? Number(match[1]) : -1;
+}
+
+describe('two instances on one PostgreSQL database', { skip: skip ? `skipped: ${skip}` : false }, () => {
+  let db: TestDatabase;
+  let a: ServerProcess;
+  let b: ServerProcess;
+
+  before(async () => {
+    db = await createTestDatabase();
+    const env = {
+      DATABASE_URL: db.url,
+      ROOST_CREATE_RATE: '5/min',
+      ROOST_TRUST_PROXY: 'true',
+      ROOST_PG_POOL_SIZE: '5',
+    };
+    // Started together: both run the migrations at once.
+    [a, b] = await Promise.all([spawnServer(env), spawnServer(env)]);
+  });
+
+  after(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    await db?.drop();
+  });
+
+  test('a poll held on one instance is woken by a delivery to the other', async () => {
+    const address = await createAddress(a.url, {}, from('198.51.100.1'));
+    for (const [poller, sender, after] of [[a, b, 0], [b, a, 1]] as const) {
+      const poll = listEvents(poller.url, address, `after=${after}&wait=20`);
+      await eventually(async () => (await heldPolls(poller)) === 1, 'poll held');
+      const sent = await deliver(inboxOn(sender, address), { data: { via: sender.url } });
+      assert.equal(sent.status, 202);
+      let timer: NodeJS.Timeout | undefined;
+      // The wait is 20 s; an answer well before it can only come from the wake-up.
+      const answer = await Promise.race([
+        poll,
+        new Promise<'not woken'>((resolve) => (timer = setTimeout(() => resolve('not woken'), 10_000))),
+      ]).finally(() => clearTimeout(timer));
+      assert.notEqual(answer, 'not woken', `the poll on ${poller.url} was woken by ${sender.url}`);
+      if (answer === 'not woken') return;
+      assert.equal(answer.status, 200);
+      assert.deepEqual(answer.body.events.map((e: { data: unknown }) => e.data), [{ via: sender.url }]);
+    }
+  });
+
+  test('200 concurrent deliveries split across both instances take sequences 1..200 exactly', async () => {
+    const address = await createAddress(b.url, {}, from('198.51.100.2'));
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => deliver(inboxOn(i % 2 ? a : b, address), { data: i })),
+    );
+    assert.deepEqual([...new Set(results.map((r) => r.status))], [202]);
+    const sequences = results.map((r) => r.body.event.sequence as number).sort((x, y) => x - y);
+    assert.deepEqual(sequences, Array.from({ length: 200 }, (_, i) => i + 1));
+    // And the queue, read from either instance, holds each delivery once under its sequence.
+    const first = await listEvents(a.url, address, 'limit=100');
+    const second = await listEvents(b.url, address, 'after=100&limit=100');
+    const stored = [...first.body.events, ...second.body.events];
+    assert.equal(first.body.has_more, true);
+    assert.equal(second.body.has_more, false);
+    assert.deepEqual(stored.map((e: { sequence: number }) => e.sequence), Array.from({ length: 200 }, (_, i) => i + 1));
+    const bySequence = new Map(results.map((r) => [r.body.event.sequence, r.body.event.data]));
+    for (const e of stored) assert.equal(e.data, bySequence.get(e.sequence));
+  });
+
+  test('one idempotency key sent concurrently to both instances is queued once', async () => {
+    const address = await createAddress(a.url, {}, from('198.51.100.3'));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        deliver(inboxOn(i % 2 ? a : b, address), { data: { attempt: i } }, { 'Idempotency-Key': 'order-42' }),
+      ),
+    );
+    const created = results.filter((r) => r.status === 202);
+    const repeats = results.filter((r) => r.status === 200);
+    assert.equal(created.length, 1, 'exactly one 202');
+    assert.equal(repeats.length, 11);
+    const winner = created[0].body.event;
+    assert.equal(created[0].body.duplicate, false);
+    for (const r of repeats) {
+      assert.equal(r.body.duplicate, true);
+      assert.deepEqual(r.body.event, winner);
+    }
+    const page = await listEvents(b.url, address);
+    assert.deepEqual(page.body.events.map((e: { id: string }) => e.id), [winner.id]);
+    assert.equal(winner.sequence, 1);
+  });
+
+  test('the create rate limit is one bucket shared by both instances', async () => {
+    const client = from('203.0.113.7');
+    const remaining: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const created = await request(i % 2 ? a.url : b.url, 'POST', '/api/v1/addresses', { body: {}, headers: client });
+      assert.equal(created.status, 201, created.text);
+      remaining.push(created.headers.get('ratelimit-remaining')!);
+    }
+    // One bucket: each create, on whichever instance, leaves one token fewer.
+    assert.deepEqual(remaining, ['4', '3', '2', '1', '0']);
+    for (const server of [a, b]) {
+      const refused = await request(server.url, 'POST', '/api/v1/addresses', { body: {}, headers: client });
+      assert.equal(refused.status, 429);
+      assert.equal(refused.body.error.code, 'rate_limited');
+      assert.match(refused.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
+    }
+    // Another client is unaffected.
+    assert.equal((await request(a.url, 'POST', '/api/v1/addresses', { body: {}, headers: from('203.0.113.8') })).status, 201);
+  });
+});
