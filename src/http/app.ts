@@ -15,6 +15,8 @@ import { eventRoutes } from './routes/events.js';
 import { inboxRoutes } from './routes/inbox.js';
 import { opsRoutes } from './routes/ops.js';
 import { streamRoutes } from './routes/stream.js';
+import { llmsRoutes } from './routes/llms.js';
+import { mcpRoutes } from '../mcp/route.js';
 
 export interface AppDeps {
   config: Config;
@@ -93,5 +95,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(inboxRoutes);
   await app.register(streamRoutes);
   await app.register(opsRoutes);
+  await app.register(mcpRoutes);
+  await app.register(llmsRoutes);
   return app;
 }
