@@ -119,6 +119,28 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       assert.deepEqual(await storage.appendEvent(event(gone.id), 1000), { status: 'address_not_found' });
     });
 
+    test('concurrent appends from two engines: one winner per key, sequences 1..n without a gap', async () => {
+      const other = await openStorage(db.url);
+      try {
+        const a = address();
+        await storage.insertAddress(a);
+        const keyed = await Promise.all(
+          Array.from({ length: 30 }, (_, i) => (i % 2 ? storage : other).appendEvent(event(a.id, { dedupeKey: 'same' }), 1000)),
+        );
+        assert.equal(keyed.filter((r) => r.status === 'created').length, 1);
+        const winner = keyed.find((r) => r.status === 'created');
+        for (const r of keyed) {
+          if (r.status === 'duplicate') assert.equal(r.event.id, winner?.status === 'created' && winner.event.id);
+          else assert.equal(r.status, 'created');
+        }
+        const plain = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? storage : other).appendEvent(event(a.id), 1000)));
+        const sequences = plain.map((r) => (r.status === 'created' ? r.event.sequence : -1)).sort((x, y) => x - y);
+        assert.deepEqual(sequences, Array.from({ length: 60 }, (_, i) => i + 2));
+      } finally {
+        await other.close();
+      }
+    });
+
     test('at capacity the oldest acknowledged event makes room; with none acknowledged the queue is full', async () => {
       const a = address();
       await storage.insertAddress(a);

@@ -63,7 +63,29 @@ const SQL = {
     WITH gone AS (DELETE FROM addresses WHERE id = $1 RETURNING id)
     SELECT pg_notify('${WAKE_CHANNEL}', id) FROM gone`,
 
-  // The append transaction, in order. The UPDATE takes the address row lock (held until
+  // The common append in one statement (one round trip, its own transaction): the address
+  // is live, has handed out fewer sequences than the capacity (so it cannot be full), and
+  // holds no event with the key. The UPDATE takes the row lock exactly as the full
+  // transaction below does. It returns no row when any condition fails, and the caller
+  // then runs the full transaction, which tells the cases apart. The NOT EXISTS reads the
+  // statement's snapshot, which may predate a racing append that committed while this one
+  // waited for the lock: then the key's unique index refuses the INSERT, the statement
+  // rolls back whole, and the full transaction returns the winner's event.
+  appendFast: `
+    WITH bumped AS (
+      UPDATE addresses SET last_sequence = last_sequence + 1
+      WHERE id = $2 AND (expires_at IS NULL OR expires_at > $8) AND last_sequence < $9
+        AND ($7::text IS NULL OR NOT EXISTS (SELECT 1 FROM events WHERE address_id = $2 AND dedupe_key = $7))
+      RETURNING last_sequence
+    ),
+    inserted AS (
+      INSERT INTO events (${EVENT_COLUMNS})
+      SELECT $1, $2, last_sequence, $3, $4, $5, $6, $7, $8, NULL FROM bumped
+      RETURNING address_id, sequence
+    )
+    SELECT sequence, pg_notify('${WAKE_CHANNEL}', address_id) AS notified FROM inserted`,
+
+  // The full append transaction, in order. The UPDATE takes the address row lock (held until
   // COMMIT) and hands out the next sequence; it finds no row when the address is unknown,
   // deleted or expired at the delivery's time.
   bumpSequence: `
@@ -172,6 +194,20 @@ const toEvent = (row: EventRow): EventRecord => ({
   dedupeKey: row.dedupe_key,
   createdAt: row.created_at,
   acknowledgedAt: row.acknowledged_at,
+});
+
+/** The record of an event this engine has just inserted. */
+const created = (input: AppendInput, sequence: number): EventRecord => ({
+  id: input.eventId,
+  addressId: input.addressId,
+  sequence,
+  type: input.type,
+  source: input.source,
+  dataJson: input.dataJson,
+  metadataJson: input.metadataJson,
+  dedupeKey: input.dedupeKey,
+  createdAt: input.createdAt,
+  acknowledgedAt: null,
 });
 
 // node-postgres returns int8 as a string (it may exceed 2^53). Our bigints are
@@ -475,6 +511,15 @@ export class PostgresStorage implements Storage {
   // --- events --------------------------------------------------------------------------
 
   async appendEvent(input: AppendInput, capacity: number): Promise<AppendResult> {
+    try {
+      const { rows } = await this.query<{ sequence: number }>(SQL.appendFast, [
+        input.eventId, input.addressId, input.type, input.source, input.dataJson, input.metadataJson, input.dedupeKey,
+        input.createdAt, capacity,
+      ]);
+      if (rows[0]) return { status: 'created', event: created(input, rows[0].sequence) };
+    } catch (error) {
+      if (!isUniqueViolation(error, 'events_by_dedupe_key')) throw error;
+    }
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.transaction((db) => this.appendTransaction(db, input, capacity));
@@ -511,23 +556,7 @@ export class PostgresStorage implements Storage {
       input.eventId, input.addressId, sequence, input.type, input.source, input.dataJson, input.metadataJson,
       input.dedupeKey, input.createdAt,
     ]);
-    return {
-      commit: {
-        status: 'created',
-        event: {
-          id: input.eventId,
-          addressId: input.addressId,
-          sequence,
-          type: input.type,
-          source: input.source,
-          dataJson: input.dataJson,
-          metadataJson: input.metadataJson,
-          dedupeKey: input.dedupeKey,
-          createdAt: input.createdAt,
-          acknowledgedAt: null,
-        },
-      },
-    };
+    return { commit: { status: 'created', event: created(input, sequence) } };
   }
 
   async hasRoom(addressId: string, capacity: number): Promise<boolean> {
