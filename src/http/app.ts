@@ -56,6 +56,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler: renderClientError,
   });
   app.decorate('roost', deps);
+  // SIGTERM (CONTRACT §9): held polls are answered as shutdown begins, so their sockets turn
+  // idle only after Node has reaped the idle ones; kept alive, they would hold the close
+  // (and the process) for the whole keep-alive timeout. From now on, idle means closed.
+  app.addHook('preClose', async () => {
+    app.server.keepAliveTimeout = 1;
+    app.server.closeIdleConnections();
+  });
 
   // Bodies: Fastify collects the bytes (bounded by bodyLimit → 413); routes decode them.
   app.removeAllContentTypeParsers();
