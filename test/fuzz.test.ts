@@ -23,7 +23,6 @@ const CODES_BY_STATUS: Record<number, string[]> = {
   // Statuses the table does not list but HTTP requires of a server for a malformed
   // request; they still carry the Error shape with the code of a bad request.
   408: ['invalid_request'],
-  414: ['invalid_request'],
   431: ['invalid_request'],
 };
 
@@ -448,6 +447,17 @@ describe('malformed HTTP at the socket level', () => {
       );
     }
     await assertHealthy();
+  });
+
+  test('a duplicated Idempotency-Key header is one invalid key (joined with ", "): 400 invalid_request', async () => {
+    const body = '{"data":"dup"}';
+    const stream = await rawExchange([
+      `POST ${inboxPath()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: dup-a\r\nIdempotency-Key: dup-b\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    ]);
+    const [response] = parseResponses(stream);
+    assert.equal(response.status, 400, stream);
+    assertErrorShape(response.status, response.body, 'duplicated key');
+    assert.equal(JSON.parse(response.body).error.code, 'invalid_request');
   });
 
   test('garbage, bad request lines, bad framing headers and oversized headers: Error shape, never 5xx', async () => {
