@@ -79,7 +79,9 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
   const sweeper = new Sweeper(service, config.sweepIntervalMs, logger);
   sweeper.start();
 
-  logger.info(
+  // CONTRACT §10: the start-up line is printed whatever LOG_LEVEL says (unless silent).
+  const startLogger = config.logLevel === 'silent' ? logger : logger.child({}, { level: 'info' });
+  startLogger.info(
     { http: url, baseUrl: config.baseUrl, smtpPort, storage: storage.description },
     `Roost listening on ${url} (SMTP ${smtpPort ?? 'off'}, storage ${storage.description})`,
   );

@@ -36,7 +36,7 @@ export class Metrics {
 
   readonly storageErrors = new Counter({
     name: 'roost_storage_errors_total',
-    help: 'Storage operations that failed (the request answered 500 or 503).',
+    help: 'Requests that failed on our side: storage unreachable (503) or an unexpected error (500).',
     registers: [this.registry],
   });
 

@@ -70,7 +70,11 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
   });
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    if (error instanceof RoostError) return sendError(reply, error);
+    if (error instanceof RoostError) {
+      // Storage that cannot be reached answers 503 `unavailable`: count it with the crashes.
+      if (error.code === 'unavailable') metrics.storageErrors.inc();
+      return sendError(reply, error);
+    }
     if (error.validation) {
       return sendError(reply, new RoostError('invalid_request', 400, validationMessage(error.validation as AjvError[], error.validationContext)));
     }
