@@ -5,8 +5,8 @@
 //   npm run bench                     the full run (a few minutes on 2 cores)
 //   npm run bench -- --quick          a smoke run of a few seconds per figure
 //   npm run bench -- --only ingest,wake,polls,reading,smtp,prefilled
-//   npm run bench -- --profile DIR    also write a CPU profile of Roost under ingest load
-import { mkdtempSync, rmSync } from 'node:fs';
+//   npm run bench -- --profile DIR    also write CPU profiles of Roost in each measured phase
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,7 +15,7 @@ import { baselineInboxes, measureIngest } from './ingest.js';
 import { measureHeldPolls } from './held-polls.js';
 import { percentile, type LoadResult } from './load.js';
 import { describeMachine, loadAverage } from './machine.js';
-import { startChild, type BenchChild } from './processes.js';
+import { compileServers, startChild, type BenchChild } from './processes.js';
 import { measureReading, pagePaths, PAGE_SIZE } from './reading.js';
 import { measureWake } from './wake.js';
 
@@ -38,6 +38,19 @@ const POLL_ADDRESSES = quick ? 200 : 1000;
 const POLLS_PER_ADDRESS = 10;
 const QUEUE_CAPACITY = 1000;
 
+/** Runs `phase`, recording a CPU profile of the Roost child meanwhile when --profile is given. */
+async function profiled<T>(child: BenchChild, name: string, phase: () => Promise<T>): Promise<T> {
+  if (!values.profile) return phase();
+  mkdirSync(values.profile, { recursive: true });
+  await child.ask({ type: 'profile-start' });
+  try {
+    return await phase();
+  } finally {
+    const file = resolve(values.profile, `${name}.cpuprofile`);
+    await child.ask({ type: 'profile-stop', file });
+    console.log(`  (CPU profile of this phase: ${file}; summarise with bench/profile-summary.ts)`);
+  }
+}
 const work = mkdtempSync(join(tmpdir(), 'roost-bench-'));
 let dbCount = 0;
 const freshDb = () => join(work, `roost-${++dbCount}.db`);
@@ -64,23 +77,30 @@ function loadLine(label: string, r: LoadResult, unit = 'req/s', baseline?: LoadR
   return `${label.padEnd(44)} ${fmt(r.rps).padStart(8)} ${unit}  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}${ratio}`;
 }
 
-interface CommitStats { commits: number; appends: number; largestBatch: number }
+interface CommitStats { commits: number; appends: number; largestBatch: number; busyMs: number }
 const commitsOf = async (child: BenchChild) => (await child.ask<{ commits: CommitStats }>({ type: 'stats' })).commits;
-function batchLine(before: CommitStats, after: CommitStats): string {
+function batchLine(before: CommitStats, after: CommitStats, wallMs: number): string {
   const commits = after.commits - before.commits;
   const appends = after.appends - before.appends;
-  return `${''.padEnd(44)} group commit: ${fmt(appends)} appends in ${fmt(commits)} commits, ${fmt(appends / commits, 1)} per commit (largest ${after.largestBatch})`;
+  const busy = after.busyMs - before.busyMs;
+  return `${''.padEnd(44)} ${fmt(appends / commits, 1)} appends per commit (largest ${after.largestBatch}); ` +
+    `flushes ${fmt(busy / commits, 2)} ms each, ${fmt((100 * busy) / wallMs)}% of the time`;
 }
 
-async function roostIngest(label: string, args: string[], baseline: LoadResult | undefined, nodeArgs: string[] = []): Promise<LoadResult> {
-  const roost = await start('bench/server.ts', { env: roostEnv(freshDb()), args, nodeArgs });
+async function roostIngest(label: string, args: string[], baseline: LoadResult | undefined, options: { profile?: string; env?: Record<string, string> } = {}): Promise<LoadResult> {
+  const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), options.env), args });
   try {
     const addresses = await createAddresses(roost.url, INGEST_ADDRESSES);
-    const before = await commitsOf(roost);
-    const result = await measureIngest(roost.url, addresses, { connections, ...timing });
+    let before: CommitStats | undefined;
+    let startedAt = 0;
+    const measure = () => measureIngest(roost.url, addresses, { connections, ...timing }, async () => {
+      before = await commitsOf(roost);
+      startedAt = Date.now();
+    });
+    const result = options.profile ? await profiled(roost, options.profile, measure) : await measure();
     const after = await commitsOf(roost);
     report(loadLine(label, result, 'req/s', baseline));
-    report(batchLine(before, after));
+    report(batchLine(before!, after, Date.now() - startedAt));
     return result;
   } finally {
     await stop(roost);
@@ -88,7 +108,9 @@ async function roostIngest(label: string, args: string[], baseline: LoadResult |
 }
 
 async function main(): Promise<void> {
+  const js = compileServers();
   report(`Roost benchmarks — ${describeMachine()}`);
+  report(`servers run as ${js ? 'compiled JavaScript (as npm start)' : 'TypeScript through tsx (compiling failed)'}, each in its own process`);
   report(`load average at start: ${loadAverage()}; ${connections} connections; ${timing.durationS} s per figure after ${timing.warmupS} s warm-up${quick ? ' (quick run)' : ''}`);
   report('');
   const baseline = await start('bench/baseline.ts', { args: only.has('smtp') ? ['--smtp'] : [] });
@@ -97,8 +119,8 @@ async function main(): Promise<void> {
     report(`Ingest: small JSON deliveries rotating across ${INGEST_ADDRESSES} inbox URLs`);
     const bare = await measureIngest(baseline.url, baselineInboxes(INGEST_ADDRESSES), { connections, ...timing });
     report(loadLine('baseline: bare Fastify, parse + 202', bare));
-    const profile = values.profile ? [`--cpu-prof`, `--cpu-prof-dir=${resolve(values.profile)}`] : [];
-    await roostIngest('Roost, synchronous=FULL, group commit', [], bare, profile);
+    await roostIngest('Roost, synchronous=FULL, group commit', [], bare, { profile: 'ingest' });
+    await roostIngest('reference: the same at LOG_LEVEL=warn', [], bare, { env: { LOG_LEVEL: 'warn' } });
     await roostIngest('reference: FULL, one commit per request', ['--group-commit', 'off'], bare);
     await roostIngest('reference: synchronous=NORMAL, group commit', ['--synchronous', 'NORMAL'], bare);
     report('');
@@ -110,7 +132,7 @@ async function main(): Promise<void> {
     try {
       if (only.has('wake')) {
         const [address] = await createAddresses(roost.url, 1);
-        const wake = await measureWake(roost, address, WAKE_TRIALS);
+        const wake = await profiled(roost, 'wake', () => measureWake(roost, address, WAKE_TRIALS));
         report(`Wake latency, ${WAKE_TRIALS} sequential trials (poll held with wait=25, then one delivery)`);
         report(`${'from the 202 to the poll answer'.padEnd(44)} p50 ${fmt(percentile(wake.fromAccepted, 50), 2)} ms  p99 ${fmt(percentile(wake.fromAccepted, 99), 2)} ms  max ${fmt(Math.max(...wake.fromAccepted), 2)} ms`);
         report(`${'from sending the delivery to the poll answer'.padEnd(44)} p50 ${fmt(percentile(wake.fromSent, 50), 2)} ms  p99 ${fmt(percentile(wake.fromSent, 99), 2)} ms  (contract: well under 50 ms)`);
@@ -118,7 +140,7 @@ async function main(): Promise<void> {
       }
       if (only.has('polls')) {
         const addresses = await createAddresses(roost.url, POLL_ADDRESSES);
-        const held = await measureHeldPolls(roost, addresses, POLLS_PER_ADDRESS);
+        const held = await measureHeldPolls(roost, addresses, POLLS_PER_ADDRESS, (phase) => profiled(roost, 'wake-all', phase));
         report(`Held long-polls: ${fmt(held.polls)} at once across ${POLL_ADDRESSES} addresses (one socket each)`);
         report(`${'opened and registered in'.padEnd(44)} ${fmt(held.openS, 2)} s`);
         report(`${'server RSS idle → holding'.padEnd(44)} ${fmt(held.rssIdleMiB, 1)} MiB → ${fmt(held.rssHoldingMiB, 1)} MiB (${fmt(((held.rssHoldingMiB - held.rssIdleMiB) * 1024) / held.polls, 1)} KiB per poll)`);
@@ -135,7 +157,7 @@ async function main(): Promise<void> {
         report(`Reading: pages of ${PAGE_SIZE} events (GET …/events?after=…&limit=${PAGE_SIZE}) from a full queue`);
         const bare = await measureReading(baseline.url, address, paths, { connections, ...timing });
         report(loadLine('baseline: bare Fastify, same page from memory', bare, 'pages/s'));
-        const read = await measureReading(roost.url, address, paths, { connections, ...timing });
+        const read = await profiled(roost, 'reading', () => measureReading(roost.url, address, paths, { connections, ...timing }));
         report(loadLine('Roost', read, 'pages/s', bare));
         report(`${''.padEnd(44)} = ${fmt(read.rps * PAGE_SIZE)} events/s`);
         report('');

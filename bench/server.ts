@@ -3,6 +3,8 @@
 // storage can be opened with the options the bench compares against — one commit per
 // append (--group-commit off) and --synchronous NORMAL. These are bench-only switches,
 // deliberately not part of the service's configuration.
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { startRoost } from '../src/server.js';
@@ -22,8 +24,24 @@ const storage = config.databaseUrl
   : new SqliteStorage(config.dbPath, { synchronous, groupCommit: values['group-commit'] !== 'off' });
 const roost = await startRoost(config, { storage });
 
+// CPU profiles of exactly the measured phase (the bench's --profile), through the inspector.
+let profiler: Session | undefined;
+
 serveIpc(async (message) => {
   switch (message.type) {
+    case 'profile-start':
+      profiler = new Session();
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+      return true;
+    case 'profile-stop': {
+      const { profile } = await profiler!.post('Profiler.stop');
+      writeFileSync(String(message.file), JSON.stringify(profile));
+      profiler!.disconnect();
+      profiler = undefined;
+      return true;
+    }
     case 'stats':
       return {
         held: roost.waiters.held,

@@ -9,8 +9,22 @@ export const INGRESS_SECRET_PREFIX = `${PRODUCT}_ingress_`;
 
 const random = (bytes: number) => randomBytes(bytes).toString('base64url');
 
-export const newAddressId = () => `addr_${random(16)}`;
-export const newEventId = () => `evt_${random(16)}`;
+// Ids (public, unlike secrets) come from a pool of CSPRNG bytes refilled 4 KiB at a time:
+// one call into the CSPRNG per 256 ids instead of one per id, which showed at ~4% of the
+// CPU of ingest. Secrets are still drawn one by one and never share a buffer with ids.
+let idPool = Buffer.alloc(0);
+let idPoolOffset = 0;
+function randomId(bytes: number): string {
+  if (idPoolOffset + bytes > idPool.length) {
+    idPool = randomBytes(4096);
+    idPoolOffset = 0;
+  }
+  idPoolOffset += bytes;
+  return idPool.toString('base64url', idPoolOffset - bytes, idPoolOffset);
+}
+
+export const newAddressId = () => `addr_${randomId(16)}`;
+export const newEventId = () => `evt_${randomId(16)}`;
 export const newReadToken = () => `${READ_TOKEN_PREFIX}${random(32)}`;
 export const newIngressSecret = () => `${INGRESS_SECRET_PREFIX}${random(32)}`;
 

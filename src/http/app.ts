@@ -2,7 +2,7 @@
 // and the routes. Transports register here; the operations live in core/service.ts.
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Metrics } from '../core/metrics.js';
@@ -38,6 +38,20 @@ export function redactUrl(url: string): string {
   return url.replace(/(\/inbox\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]');
 }
 
+/**
+ * The access log: one line per answered request (redacted URL, status, time) instead of
+ * Fastify's two ("incoming request" + "request completed"); at the default LOG_LEVEL=info
+ * the pair cost ~10% of the CPU of ingest (see bench/).
+ */
+class AccessLog extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, metrics } = deps;
   const app = Fastify({
@@ -51,6 +65,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // On close, idle keep-alive sockets go at once; requests in flight finish (CONTRACT §9).
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    logController: new AccessLog(),
     // Failures answered before any route runs still get the Error shape (CONTRACT §6).
     frameworkErrors: renderFrameworkError,
     clientErrorHandler: renderClientError,
