@@ -17,6 +17,8 @@ import { percentile, type LoadResult } from './load.js';
 import { describeMachine, loadAverage } from './machine.js';
 import { compileServers, startChild, type BenchChild } from './processes.js';
 import { measureReading, pagePaths, PAGE_SIZE } from './reading.js';
+import { prefill } from './prefill.js';
+import { measureSmtp, type SmtpResult } from './smtp.js';
 import { measureWake } from './wake.js';
 
 const { values } = parseArgs({
@@ -37,6 +39,9 @@ const WAKE_TRIALS = quick ? 50 : 400;
 const POLL_ADDRESSES = quick ? 200 : 1000;
 const POLLS_PER_ADDRESS = 10;
 const QUEUE_CAPACITY = 1000;
+const SMTP_ADDRESSES = 200;
+const SMTP_CONNECTIONS = 10;
+const PREFILL = quick ? { addresses: 10_000, events: 100_000 } : { addresses: 100_000, events: 1_000_000 };
 
 /** Runs `phase`, recording a CPU profile of the Roost child meanwhile when --profile is given. */
 async function profiled<T>(child: BenchChild, name: string, phase: () => Promise<T>): Promise<T> {
@@ -115,14 +120,37 @@ async function main(): Promise<void> {
   report('');
   const baseline = await start('bench/baseline.ts', { args: only.has('smtp') ? ['--smtp'] : [] });
 
-  if (only.has('ingest')) {
+  let bare: LoadResult | undefined;
+  if (only.has('ingest') || only.has('prefilled')) {
     report(`Ingest: small JSON deliveries rotating across ${INGEST_ADDRESSES} inbox URLs`);
-    const bare = await measureIngest(baseline.url, baselineInboxes(INGEST_ADDRESSES), { connections, ...timing });
+    bare = await measureIngest(baseline.url, baselineInboxes(INGEST_ADDRESSES), { connections, ...timing });
     report(loadLine('baseline: bare Fastify, parse + 202', bare));
+  }
+  if (only.has('ingest')) {
     await roostIngest('Roost, synchronous=FULL, group commit', [], bare, { profile: 'ingest' });
     await roostIngest('reference: the same at LOG_LEVEL=warn', [], bare, { env: { LOG_LEVEL: 'warn' } });
     await roostIngest('reference: FULL, one commit per request', ['--group-commit', 'off'], bare);
     await roostIngest('reference: synchronous=NORMAL, group commit', ['--synchronous', 'NORMAL'], bare);
+    report('');
+  }
+
+  if (only.has('prefilled')) {
+    const path = freshDb();
+    const filled = await prefill(path, PREFILL.addresses, PREFILL.events, INGEST_ADDRESSES);
+    report(`Ingest into a large database: ${fmt(PREFILL.addresses)} addresses, ${fmt(PREFILL.events)} events (${fmt(filled.fileMiB)} MiB, written in ${fmt(filled.seconds)} s)`);
+    const roost = await start('bench/server.ts', { env: roostEnv(path) });
+    try {
+      let before: CommitStats | undefined;
+      let startedAt = 0;
+      const result = await measureIngest(roost.url, filled.sample, { connections, ...timing }, async () => {
+        before = await commitsOf(roost);
+        startedAt = Date.now();
+      });
+      report(loadLine(`Roost, FULL, ${filled.sample.length} of its addresses`, result, 'req/s', bare));
+      report(batchLine(before!, await commitsOf(roost), Date.now() - startedAt));
+    } finally {
+      await stop(roost);
+    }
     report('');
   }
 
@@ -162,6 +190,29 @@ async function main(): Promise<void> {
         report(`${''.padEnd(44)} = ${fmt(read.rps * PAGE_SIZE)} events/s`);
         report('');
       }
+    } finally {
+      await stop(roost);
+    }
+  }
+
+  if (only.has('smtp')) {
+    const roost = await start('bench/server.ts', { env: roostEnv(freshDb()), args: ['--smtp'] });
+    try {
+      if (roost.smtpPort === null || baseline.smtpPort === null) throw new Error('an SMTP server did not start');
+      const addresses = await createAddresses(roost.url, SMTP_ADDRESSES);
+      const recipients = addresses.map((a) => a.email);
+      const smtpLine = (label: string, r: SmtpResult, base?: SmtpResult) =>
+        `${label.padEnd(44)} ${fmt(r.rate).padStart(8)} msg/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  failed ${r.failed}` +
+        (base ? `  ×${(r.rate / base.rate).toFixed(2)} of baseline` : '');
+      report(`SMTP ingest: small text messages over ${SMTP_CONNECTIONS} pooled connections to ${SMTP_ADDRESSES} recipients`);
+      const bare = await measureSmtp(baseline.smtpPort, recipients, { connections: SMTP_CONNECTIONS, ...timing });
+      report(smtpLine('baseline: smtp-server + mailparser, dropped', bare));
+      const mail = await profiled(roost, 'smtp', () => measureSmtp(roost.smtpPort!, recipients, { connections: SMTP_CONNECTIONS, ...timing }));
+      report(smtpLine('Roost (stored durably before 250)', mail, bare));
+      // The 250s were real: the messages are in the queues as email events.
+      const page = await fetch(`${roost.url}${addresses[0].eventsPath}?limit=1`, { headers: { authorization: `Bearer ${addresses[0].readToken}` } }).then((r) => r.json());
+      if (page.events?.[0]?.type !== 'email.received') throw new Error(`no email event stored: ${JSON.stringify(page).slice(0, 300)}`);
+      report('');
     } finally {
       await stop(roost);
     }
