@@ -210,7 +210,7 @@ async function main(): Promise<void> {
       const mail = await profiled(roost, 'smtp', () => measureSmtp(roost.smtpPort!, recipients, { connections: SMTP_CONNECTIONS, ...timing }));
       report(smtpLine('Roost (stored durably before 250)', mail, bare));
       // The 250s were real: the messages are in the queues as email events.
-      const page = await fetch(`${roost.url}${addresses[0].eventsPath}?limit=1`, { headers: { authorization: `Bearer ${addresses[0].readToken}` } }).then((r) => r.json());
+      const page = await fetch(`${roost.url}${addresses[0].eventsPath}?limit=1`, { headers: { authorization: `Bearer ${addresses[0].readToken}` } }).then((r) => r.json() as Promise<{ events?: Array<{ type: string }> }>);
       if (page.events?.[0]?.type !== 'email.received') throw new Error(`no email event stored: ${JSON.stringify(page).slice(0, 300)}`);
       report('');
     } finally {
