@@ -1,5 +1,6 @@
-// Summarises a V8 .cpuprofile (node --cpu-prof) as self time by function, so that the
-// top of a profile can be read in a terminal:
+// Summarises a V8 .cpuprofile (node --cpu-prof, or `npm run bench -- --profile DIR`) as
+// self time by function, by module, and inclusive time of Roost's own functions, so that
+// the top of a profile can be read in a terminal:
 //   node --import tsx bench/profile-summary.ts FILE.cpuprofile [N]
 import { readFileSync } from 'node:fs';
 
@@ -26,7 +27,7 @@ const parentOf = new Map<number, number>();
 for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
 const keyOf = (node: ProfileNode) => {
   const { functionName, url, lineNumber } = node.callFrame;
-  const where = url ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench)\//, '$1/')}:${lineNumber + 1}` : '';
+  const where = url ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench)\//, '$1/').replace(/^\.cache\/roost-bench\//, '')}:${lineNumber + 1}` : '';
   return `${functionName || '(anonymous)'} ${where}`;
 };
 const selfUs = new Map<string, number>();
