@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { createAddress, deliver, request, type CreatedAddress } from './helpers/http.js';
+import { loadUntilKilled, readQueue, verifyAfterRestart } from './helpers/crash.js';
+import { createAddress, deliver, request } from './helpers/http.js';
 import { spawnServer, type ServerProcess } from './helpers/process.js';
 
 const dirs: string[] = [];
@@ -29,22 +30,6 @@ after(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-/** The whole queue of an address, page by page. */
-async function readQueue(base: string, address: CreatedAddress): Promise<any[]> {
-  const events: any[] = [];
-  let cursor = 0;
-  for (;;) {
-    const res = await request(base, 'GET', `/api/v1/addresses/${address.id}/events?after=${cursor}&limit=100`, { token: address.token });
-    assert.equal(res.status, 200, res.text);
-    events.push(...res.body.events);
-    if (!res.body.has_more) return events;
-    cursor = res.body.next_cursor;
-  }
-}
-
-/** Inbox URLs point at the server's origin, which changes across restarts (PORT=0). */
-const rebase = (address: CreatedAddress, base: string): CreatedAddress => ({ ...address, inbox: `${base}${new URL(address.inbox).pathname}` });
-
 const SENDERS = 8;
 const ADDRESSES = 4;
 /** Answered 202s to wait for before the kill: enough that the kill lands mid-stream. */
@@ -55,82 +40,11 @@ describe('SIGKILL under load (CONTRACT §3: a 202 is durable)', () => {
     const dbPath = tempDb();
     let server = await start(dbPath);
     const addresses = await Promise.all(Array.from({ length: ADDRESSES }, (_, i) => createAddress(server.url, { name: `crash ${i}` })));
-
-    // What the server promised: key → the event it answered 202 with.
-    const accepted = new Map<string, { addressId: string; id: string; sequence: number }>();
-    // Deliveries whose answer never came: committed or not, nobody knows.
-    const unanswered: Array<{ key: string; address: CreatedAddress }> = [];
-    let reachedThreshold!: () => void;
-    const threshold = new Promise<void>((resolve) => (reachedThreshold = resolve));
-
-    const sender = async (s: number) => {
-      for (let n = 0; ; n++) {
-        const address = addresses[(s + n) % ADDRESSES];
-        const key = `s${s}-n${n}`;
-        let res;
-        try {
-          res = await deliver(address.inbox, { type: 'crash.test', data: { s, n } }, { 'idempotency-key': key });
-        } catch {
-          unanswered.push({ key, address });
-          return; // the server is gone
-        }
-        // Nothing else is acceptable before the kill: no 5xx, no duplicates (keys are fresh).
-        assert.equal(res.status, 202, res.text);
-        accepted.set(key, { addressId: address.id, id: res.body.event.id, sequence: res.body.event.sequence });
-        if (accepted.size === KILL_AFTER) reachedThreshold();
-      }
-    };
-    const senders = Array.from({ length: SENDERS }, (_, s) => sender(s));
-    // A sender that fails before the threshold fails the test instead of stalling it.
-    await Promise.race([threshold, Promise.all(senders).then(() => assert.fail('the senders stopped before the kill'))]);
-    await server.kill(); // SIGKILL: no flush, no close, no checkpoint
-    await Promise.all(senders);
-    assert.ok(accepted.size >= KILL_AFTER);
-    assert.equal(unanswered.length, SENDERS, 'every sender had a delivery in flight at the kill');
-
+    const outcome = await loadUntilKilled(server, addresses, SENDERS, KILL_AFTER);
+    assert.equal(outcome.unanswered.length, SENDERS, 'every sender had a delivery in flight at the kill');
     server = await start(dbPath);
-    const live = addresses.map((a) => rebase(a, server.url));
-    const queues = new Map<string, any[]>();
-    for (const address of live) {
-      const events = await readQueue(server.url, address);
-      queues.set(address.id, events);
-      // Gapless 1..max: group commit never leaves a hole, even cut off mid-batch.
-      assert.deepEqual(events.map((e) => e.sequence), Array.from({ length: events.length }, (_, i) => i + 1), `sequences of ${address.id}`);
-    }
-    // Every 202 is there, with the id and sequence it was answered with.
-    for (const [key, promised] of accepted) {
-      const found = queues.get(promised.addressId)!.find((e) => e.dedupe_key === key);
-      assert.ok(found, `the event answered 202 for ${key} is lost`);
-      assert.equal(found.id, promised.id);
-      assert.equal(found.sequence, promised.sequence);
-    }
-    // Anything else stored is one of the unanswered deliveries (committed before the kill).
-    const stored = [...queues.values()].flat();
-    const unansweredKeys = new Set(unanswered.map((u) => u.key));
-    for (const event of stored) assert.ok(accepted.has(event.dedupe_key) || unansweredKeys.has(event.dedupe_key), `unexpected ${event.dedupe_key}`);
-    assert.equal(stored.length, new Set(stored.map((e) => e.dedupe_key)).size, 'no key stored twice');
-
-    // The sender retries what went unanswered: a committed one is a duplicate of the stored
-    // event; the rest are queued now, each taking the next sequence.
-    for (const { key, address } of unanswered) {
-      const queue = queues.get(address.id)!;
-      const before = queue.find((e) => e.dedupe_key === key);
-      const res = await deliver(rebase(address, server.url).inbox, { data: 'retry' }, { 'idempotency-key': key });
-      if (before) {
-        assert.equal(res.status, 200, res.text);
-        assert.equal(res.body.event.id, before.id);
-      } else {
-        assert.equal(res.status, 202, res.text);
-        assert.equal(res.body.event.sequence, queue.length + 1);
-        queue.push(res.body.event);
-      }
-    }
-    // A fresh delivery continues at max + 1 on every address.
-    for (const address of live) {
-      const res = await deliver(address.inbox, { data: 'after restart' });
-      assert.equal(res.status, 202, res.text);
-      assert.equal(res.body.event.sequence, queues.get(address.id)!.length + 1);
-    }
+    // Gapless even when the kill cut a group commit short.
+    await verifyAfterRestart(server.url, addresses, outcome);
     assert.equal(await server.stop(), 0);
   });
 });
