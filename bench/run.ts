@@ -14,6 +14,7 @@ import { createAddresses, fill, roostEnv, type BenchAddress } from './fixtures.j
 import { baselineInboxes, measureIngest } from './ingest.js';
 import { measureHeldPolls } from './held-polls.js';
 import { percentile, type LoadResult } from './load.js';
+import { measureFsync } from './disk.js';
 import { describeMachine, loadAverage } from './machine.js';
 import { compileServers, startChild, type BenchChild } from './processes.js';
 import { measureReading, pagePaths, PAGE_SIZE } from './reading.js';
@@ -117,6 +118,8 @@ async function main(): Promise<void> {
   report(`Roost benchmarks — ${describeMachine()}`);
   report(`servers run as ${js ? 'compiled JavaScript (as npm start)' : 'TypeScript through tsx (compiling failed)'}, each in its own process`);
   report(`load average at start: ${loadAverage()}; ${connections} connections; ${timing.durationS} s per figure after ${timing.warmupS} s warm-up${quick ? ' (quick run)' : ''}`);
+  const fsync = measureFsync(work);
+  report(`disk: 4 KiB append + fdatasync p50 ${fmt(fsync.p50, 2)} ms, p99 ${fmt(fsync.p99, 2)} ms (at most ~${fmt(1000 / fsync.p50)} durable commits/s)`);
   report('');
   const baseline = await start('bench/baseline.ts', { args: only.has('smtp') ? ['--smtp'] : [] });
 
