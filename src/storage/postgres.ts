@@ -17,6 +17,7 @@ import type { Config } from '../config.js';
 import { RoostError, invalidRequest, unavailable } from '../core/errors.js';
 import { takeFromBucket } from '../core/token-bucket.js';
 import { PG_MIGRATIONS } from './postgres-migrations.js';
+import { EVENT_COLUMNS, insertedEvent, toAddress, toEvent, type AddressRow, type EventRow } from './rows.js';
 import {
   ANY_ADDRESS,
   type AddressRecord, type AppendInput, type AppendResult, type EventPageRecord, type EventRecord, type PurgeResult,
@@ -42,7 +43,6 @@ const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
 
 const LIVE = '(expires_at IS NULL OR expires_at > $2)';
-const EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
 
 const SQL = {
   migrationLock: 'SELECT pg_advisory_xact_lock($1, $2)',
@@ -160,55 +160,6 @@ const SQL = {
 
   ping: 'SELECT 1',
 } as const;
-
-interface AddressRow {
-  id: string; slug: string; name: string; task_id: string | null; email: string;
-  created_at: number; expires_at: number | null; read_token_digest: string; ingress_secret_digest: string;
-}
-
-interface EventRow {
-  id: string; address_id: string; sequence: number; type: string; source: string; data: string;
-  metadata: string | null; dedupe_key: string | null; created_at: number; acknowledged_at: number | null;
-}
-
-const toAddress = (row: AddressRow): AddressRecord => ({
-  id: row.id,
-  slug: row.slug,
-  name: row.name,
-  taskId: row.task_id,
-  email: row.email,
-  createdAt: row.created_at,
-  expiresAt: row.expires_at,
-  readTokenDigest: row.read_token_digest,
-  ingressSecretDigest: row.ingress_secret_digest,
-});
-
-const toEvent = (row: EventRow): EventRecord => ({
-  id: row.id,
-  addressId: row.address_id,
-  sequence: row.sequence,
-  type: row.type,
-  source: row.source,
-  dataJson: row.data,
-  metadataJson: row.metadata,
-  dedupeKey: row.dedupe_key,
-  createdAt: row.created_at,
-  acknowledgedAt: row.acknowledged_at,
-});
-
-/** The record of an event this engine has just inserted. */
-const created = (input: AppendInput, sequence: number): EventRecord => ({
-  id: input.eventId,
-  addressId: input.addressId,
-  sequence,
-  type: input.type,
-  source: input.source,
-  dataJson: input.dataJson,
-  metadataJson: input.metadataJson,
-  dedupeKey: input.dedupeKey,
-  createdAt: input.createdAt,
-  acknowledgedAt: null,
-});
 
 // node-postgres returns int8 as a string (it may exceed 2^53). Our bigints are
 // milliseconds, sequences and counts, all far below 2^53: read them as numbers, for this
@@ -516,7 +467,7 @@ export class PostgresStorage implements Storage {
         input.eventId, input.addressId, input.type, input.source, input.dataJson, input.metadataJson, input.dedupeKey,
         input.createdAt, capacity,
       ]);
-      if (rows[0]) return { status: 'created', event: created(input, rows[0].sequence) };
+      if (rows[0]) return { status: 'created', event: insertedEvent(input, rows[0].sequence) };
     } catch (error) {
       if (!isUniqueViolation(error, 'events_by_dedupe_key')) throw error;
     }
@@ -556,7 +507,7 @@ export class PostgresStorage implements Storage {
       input.eventId, input.addressId, sequence, input.type, input.source, input.dataJson, input.metadataJson,
       input.dedupeKey, input.createdAt,
     ]);
-    return { commit: { status: 'created', event: created(input, sequence) } };
+    return { commit: { status: 'created', event: insertedEvent(input, sequence) } };
   }
 
   async hasRoom(addressId: string, capacity: number): Promise<boolean> {

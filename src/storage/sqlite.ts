@@ -7,20 +7,11 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { takeFromBucket } from '../core/token-bucket.js';
+import { EVENT_COLUMNS, insertedEvent, toAddress, toEvent, type AddressRow, type EventRow } from './rows.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 import type {
   AddressRecord, AppendInput, AppendResult, EventPageRecord, EventRecord, PurgeResult, Storage, TokenBucketResult,
 } from './storage.js';
-
-interface AddressRow {
-  id: string; slug: string; name: string; task_id: string | null; email: string;
-  created_at: number; expires_at: number | null; read_token_digest: string; ingress_secret_digest: string;
-}
-
-interface EventRow {
-  id: string; address_id: string; sequence: number; type: string; source: string; data: string;
-  metadata: string | null; dedupe_key: string | null; created_at: number; acknowledged_at: number | null;
-}
 
 interface PendingAppend {
   input: AppendInput;
@@ -29,36 +20,10 @@ interface PendingAppend {
   reject(error: unknown): void;
 }
 
-const toAddress = (row: AddressRow): AddressRecord => ({
-  id: row.id,
-  slug: row.slug,
-  name: row.name,
-  taskId: row.task_id,
-  email: row.email,
-  createdAt: row.created_at,
-  expiresAt: row.expires_at,
-  readTokenDigest: row.read_token_digest,
-  ingressSecretDigest: row.ingress_secret_digest,
-});
-
-const toEvent = (row: EventRow): EventRecord => ({
-  id: row.id,
-  addressId: row.address_id,
-  sequence: row.sequence,
-  type: row.type,
-  source: row.source,
-  dataJson: row.data,
-  metadataJson: row.metadata,
-  dedupeKey: row.dedupe_key,
-  createdAt: row.created_at,
-  acknowledgedAt: row.acknowledged_at,
-});
-
 const LIVE = '(expires_at IS NULL OR expires_at > @now)';
 
 /** Address records kept in memory (about 1 KiB each); the oldest read goes first. */
 const ADDRESS_CACHE_SIZE = 20_000;
-const EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
 
 export interface SqliteOptions {
   /** PRAGMA synchronous; FULL unless a benchmark asks otherwise. */
@@ -254,21 +219,7 @@ export class SqliteStorage implements Storage {
     const sequence = address.last_sequence + 1;
     this.sql.bumpSequence.run(sequence, input.addressId);
     this.sql.insertEvent.run({ ...input, id: input.eventId, sequence });
-    return {
-      status: 'created',
-      event: {
-        id: input.eventId,
-        addressId: input.addressId,
-        sequence,
-        type: input.type,
-        source: input.source,
-        dataJson: input.dataJson,
-        metadataJson: input.metadataJson,
-        dedupeKey: input.dedupeKey,
-        createdAt: input.createdAt,
-        acknowledgedAt: null,
-      },
-    };
+    return { status: 'created', event: insertedEvent(input, sequence) };
   }
 
   async hasRoom(addressId: string, capacity: number): Promise<boolean> {

@@ -1,0 +1,54 @@
+// Rows as both SQL engines return them (the same column names in both schemas) and their
+// conversion to the records of the storage interface.
+import type { AddressRecord, AppendInput, EventRecord } from './storage.js';
+
+export interface AddressRow {
+  id: string; slug: string; name: string; task_id: string | null; email: string;
+  created_at: number; expires_at: number | null; read_token_digest: string; ingress_secret_digest: string;
+}
+
+export interface EventRow {
+  id: string; address_id: string; sequence: number; type: string; source: string; data: string;
+  metadata: string | null; dedupe_key: string | null; created_at: number; acknowledged_at: number | null;
+}
+
+export const EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
+
+export const toAddress = (row: AddressRow): AddressRecord => ({
+  id: row.id,
+  slug: row.slug,
+  name: row.name,
+  taskId: row.task_id,
+  email: row.email,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  readTokenDigest: row.read_token_digest,
+  ingressSecretDigest: row.ingress_secret_digest,
+});
+
+export const toEvent = (row: EventRow): EventRecord => ({
+  id: row.id,
+  addressId: row.address_id,
+  sequence: row.sequence,
+  type: row.type,
+  source: row.source,
+  dataJson: row.data,
+  metadataJson: row.metadata,
+  dedupeKey: row.dedupe_key,
+  createdAt: row.created_at,
+  acknowledgedAt: row.acknowledged_at,
+});
+
+/** The record of an event an engine has just inserted with `sequence`. */
+export const insertedEvent = (input: AppendInput, sequence: number): EventRecord => ({
+  id: input.eventId,
+  addressId: input.addressId,
+  sequence,
+  type: input.type,
+  source: input.source,
+  dataJson: input.dataJson,
+  metadataJson: input.metadataJson,
+  dedupeKey: input.dedupeKey,
+  createdAt: input.createdAt,
+  acknowledgedAt: null,
+});
