@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createAddresses, fill, roostEnv, type BenchAddress } from './fixtures.js';
+import { createAddresses, fill, roostEnv } from './fixtures.js';
 import { baselineInboxes, measureIngest } from './ingest.js';
 import { measureHeldPolls } from './held-polls.js';
 import { percentile, type LoadResult } from './load.js';
