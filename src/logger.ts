@@ -1,7 +1,7 @@
 // JSON logs on stdout (CONTRACT §10) with secrets cut out: the Authorization header and
 // the secret segment of inbox URLs never reach a log line (CONTRACT §1).
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { redactUrl } from './http/app.js';
+import { redactUrl } from './http/redact.js';
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(

@@ -158,8 +158,10 @@ await forEachEngine('deliver', (server) => {
       ERROR_SHAPE(res.body, 'inbox_not_found');
       bodies.add(res.text);
       // A wrong inbox answers 404 whatever the body: it reveals nothing about the address.
-      const invalid = await request(server().url, 'POST', path, { body: { bogus: 1 } });
-      assert.equal(invalid.status, 404);
+      for (const [rawBody, type] of [['{"bogus":1}', 'application/json'], ['{"data": tru', 'application/json'], ['hello', 'text/plain']]) {
+        const invalid = await request(server().url, 'POST', path, { rawBody, headers: { 'content-type': type } });
+        assert.equal(invalid.status, 404, `${rawBody} → ${invalid.text}`);
+      }
     }
     assert.equal(bodies.size, 1, 'every miss looks the same');
   });

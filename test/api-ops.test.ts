@@ -74,6 +74,11 @@ await forEachEngine('operations', (server) => {
     const missing = await request(server().url, 'GET', '/api/v2/nothing');
     assert.equal(missing.status, 404);
     assert.equal(missing.body.error.code, 'not_found');
+    // An inbox secret in an unknown path is not echoed back.
+    const secret = `roost_ingress_${'S'.repeat(43)}`;
+    const echoed = await request(server().url, 'POST', `/api/v1/inbox/addr_x/${secret}/extra`, { body: {} });
+    assert.equal(echoed.status, 404);
+    assert.ok(!echoed.text.includes(secret), echoed.text);
     const wrong = await request(server().url, 'PATCH', '/api/v1/addresses');
     assert.equal(wrong.status, 405);
     assert.equal(wrong.body.error.code, 'method_not_allowed');

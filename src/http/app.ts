@@ -5,6 +5,7 @@ import { Ajv } from 'ajv';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { unavailable } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
 import type { RoostService } from '../core/service.js';
 import type { Waiters } from '../core/waiters.js';
@@ -33,10 +34,6 @@ declare module 'fastify' {
   }
 }
 
-/** Inbox paths carry the ingress secret: log them with the secret cut out (CONTRACT §1). */
-export function redactUrl(url: string): string {
-  return url.replace(/(\/inbox\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]');
-}
 
 /**
  * The access log: one line per answered request (redacted URL, status, time) instead of
@@ -61,7 +58,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: config.trustProxy as boolean | string[],
     onProtoPoisoning: 'ignore', // bodies are stored, never merged into objects: keep them as sent
     onConstructorPoisoning: 'ignore',
-    return503OnClosing: true,
+    return503OnClosing: false, // answered by the onRequest hook below, in the Error shape
     // On close, idle keep-alive sockets go at once; requests in flight finish (CONTRACT §9).
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
@@ -74,9 +71,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // SIGTERM (CONTRACT §9): held polls are answered as shutdown begins, so their sockets turn
   // idle only after Node has reaped the idle ones; kept alive, they would hold the close
   // (and the process) for the whole keep-alive timeout. From now on, idle means closed.
+  let shuttingDown = false;
   app.addHook('preClose', async () => {
+    shuttingDown = true;
     app.server.keepAliveTimeout = 1;
     app.server.closeIdleConnections();
+  });
+  // Requests still arriving on open connections during shutdown get 503 in the Error shape
+  // (Fastify's own return503OnClosing answers in its shape, CONTRACT §6 wants ours).
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!shuttingDown) return;
+    reply.header('Connection', 'close');
+    throw unavailable('The service is shutting down; retry shortly.');
   });
 
   // Bodies: Fastify collects the bytes (bounded by bodyLimit → 413); routes decode them.

@@ -35,12 +35,15 @@ export function decodeJsonBody(request: FastifyRequest, { optional }: { optional
   const type = mediaType(request);
   if (bytes.length === 0 && optional) return undefined;
   const acceptable = isJsonMediaType(type) || (optional && type === undefined);
-  if (!acceptable || !charsetIsUtf8(request)) {
+  if (!acceptable) {
     throw new RoostError(
       'unsupported_media_type',
       415,
       `The body must be JSON sent with "Content-Type: application/json"${type ? `, not "${type}"` : ''}.`,
     );
+  }
+  if (!charsetIsUtf8(request)) {
+    throw new RoostError('unsupported_media_type', 415, 'JSON bodies must be UTF-8: send "charset=utf-8" or no charset at all.');
   }
   if (bytes.length === 0) throw new RoostError('invalid_json', 400, 'The body is empty; send a JSON object.');
   try {

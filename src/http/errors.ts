@@ -6,6 +6,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { RoostError } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
+import { redactUrl } from './redact.js';
 
 interface AjvError {
   instancePath?: string;
@@ -66,7 +67,7 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
       reply.header('Allow', [...allowed].sort().join(', '));
       return sendError(reply, new RoostError('method_not_allowed', 405, `${request.method} is not allowed here; use ${[...allowed].sort().join(' or ')}.`));
     }
-    return sendError(reply, new RoostError('not_found', 404, `No route ${request.method} ${path}. See /api/v1/openapi.json.`));
+    return sendError(reply, new RoostError('not_found', 404, `No route ${request.method} ${redactUrl(path)}. See /api/v1/openapi.json.`));
   });
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {

@@ -1,6 +1,6 @@
 // POST /api/v1/inbox/{addressId}/{secret}: the write-only inbox that remote services call.
 // A CreateEvent JSON body (CONTRACT §3), or with ?raw=1 any body as sent (§3.1).
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
 import type { DeliveryInput } from '../../core/service.js';
@@ -25,6 +25,9 @@ const InboxQuerySchema = Type.Object({
     Type.String({ minLength: 1, maxLength: 200, description: `With raw=1: the event type (default ${RAW_EVENT_TYPE}).` }),
   ),
 });
+
+/** Bodies that could not be decoded, answered only once the inbox URL proved valid. */
+const undecodable = new WeakMap<FastifyRequest, RoostError>();
 
 export async function inboxRoutes(app: FastifyInstance): Promise<void> {
   const { service } = app.roost;
@@ -57,10 +60,19 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
     preValidation: async (request) => {
       // Raw capture keeps the bytes as they came (CONTRACT §3.1): no JSON decoding.
       if (wantsRaw(request.query)) return;
-      request.body = decodeJsonBody(request, { optional: false }) as DeliveryInput;
+      try {
+        request.body = decodeJsonBody(request, { optional: false }) as DeliveryInput;
+      } catch (error) {
+        // Like validation errors, undecodable bodies (400, 415) wait for the inbox check.
+        if (!(error instanceof RoostError)) throw error;
+        undecodable.set(request, error);
+        request.body = {};
+      }
     },
     handler: async (request, reply) => {
       const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
+      const decodeError = undecodable.get(request);
+      if (decodeError) throw decodeError;
       const header = request.headers['idempotency-key'];
       const key = typeof header === 'string' ? header : undefined;
       const rawType = rawCaptureType(request.query);
