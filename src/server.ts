@@ -43,7 +43,7 @@ export interface RunningRoost {
 
 export async function startRoost(config: Config, options: StartOptions = {}): Promise<RunningRoost> {
   const logger = createLogger(config.logLevel, options.logDestination);
-  const storage = options.storage ?? (await openStorage(config));
+  const storage = options.storage ?? (await openStorage(config, logger));
   const waiters = new Waiters();
   const metrics = new Metrics(() => waiters.held);
   const service = new RoostService(storage, waiters, config, metrics, options.clock);

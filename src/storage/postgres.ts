@@ -13,6 +13,7 @@
 // their own, so a database restart is survived without restarting Roost.
 // All SQL of the engine is in this file (the schema is in postgres-migrations.ts).
 import pg from 'pg';
+import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { RoostError, invalidRequest, unavailable } from '../core/errors.js';
 import { takeFromBucket } from '../core/token-bucket.js';
@@ -235,6 +236,7 @@ class WakeListener {
   constructor(
     private readonly clientConfig: pg.ClientConfig,
     private readonly onWake: (addressId: string) => void,
+    private readonly logger?: Logger,
   ) {}
 
   /** The first connection; open() fails if it cannot be made. */
@@ -278,6 +280,7 @@ class WakeListener {
   private lost(client: pg.Client): void {
     if (client !== this.client || this.stopped) return;
     this.client = undefined;
+    this.logger?.warn('PostgreSQL LISTEN connection lost; reconnecting (long-polls held here fall back to their timeouts meanwhile)');
     client.end().catch(() => {});
     this.scheduleReconnect();
   }
@@ -290,6 +293,7 @@ class WakeListener {
       this.connect().then(
         () => {
           if (this.stopped) return;
+          this.logger?.info({ attempts: this.attempt }, 'PostgreSQL LISTEN connection restored');
           this.attempt = 0;
           this.onWake(ANY_ADDRESS);
         },
@@ -320,8 +324,8 @@ export class PostgresStorage implements Storage {
   private closing: Promise<void> | undefined;
 
   /** Connects, migrates (safely when several instances start together) and starts listening. */
-  static async open(config: Config): Promise<PostgresStorage> {
-    const storage = new PostgresStorage(config);
+  static async open(config: Config, logger?: Logger): Promise<PostgresStorage> {
+    const storage = new PostgresStorage(config, logger);
     try {
       await storage.migrate();
       await storage.listener.start();
@@ -334,7 +338,7 @@ export class PostgresStorage implements Storage {
     return storage;
   }
 
-  private constructor(config: Config) {
+  private constructor(config: Config, logger?: Logger) {
     if (!config.databaseUrl) throw new Error('PostgresStorage needs DATABASE_URL');
     this.description = describe(config.databaseUrl);
     const connection: pg.ClientConfig = {
@@ -353,9 +357,13 @@ export class PostgresStorage implements Storage {
     // An idle pooled connection that dies (database restart) is dropped by the pool, which
     // opens a new one on demand; without a handler the 'error' event would crash the process.
     this.pool.on('error', () => {});
-    this.listener = new WakeListener(connection, (addressId) => {
-      for (const listener of this.changeListeners) listener(addressId);
-    });
+    this.listener = new WakeListener(
+      connection,
+      (addressId) => {
+        for (const listener of this.changeListeners) listener(addressId);
+      },
+      logger,
+    );
   }
 
   // --- plumbing ------------------------------------------------------------------------
