@@ -11,7 +11,7 @@ import { PG_MIGRATIONS } from '../src/storage/postgres-migrations.js';
 import type { AddressRecord, AppendInput } from '../src/storage/storage.js';
 import { eventually } from './helpers/engines.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
-import { ADMIN_URL, createTestDatabase, postgresSkipReason, type TestDatabase } from './helpers/postgres.js';
+import { ADMIN_URL, createTestDatabase, postgresSkipReason, withClient, type TestDatabase } from './helpers/postgres.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const skip = await postgresSkipReason();
@@ -51,17 +51,6 @@ function event(addressId: string, overrides: Partial<AppendInput> = {}): AppendI
   };
 }
 
-async function admin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  client.on('error', () => {});
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-
 /** Resolves with the poll's response, or with 'not woken' if nothing answers in `ms`. */
 function within<T>(promise: Promise<T>, ms: number): Promise<T | 'not woken'> {
   let timer: NodeJS.Timeout;
@@ -78,7 +67,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       await Promise.all(opened.map((s) => s.close()));
       const again = await openStorage(db.url);
       await again.close();
-      const rows = await admin(db.url, async (c) => (await c.query('SELECT version FROM schema_migrations ORDER BY version')).rows);
+      const rows = await withClient(db.url, async (c) => (await c.query('SELECT version FROM schema_migrations ORDER BY version')).rows);
       assert.deepEqual(rows.map((r) => r.version), PG_MIGRATIONS.map((m) => m.version));
     } finally {
       await db.drop();
@@ -170,7 +159,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       try {
         await holder.query('SELECT pg_advisory_lock($1, $2)', [ADVISORY_LOCKS.namespace, ADVISORY_LOCKS.purge]);
         assert.deepEqual(await storage.purge(now, now - 30 * 86_400_000), { expiredAddressIds: [], eventsPurged: 0 });
-        assert.ok(await admin(db.url, async (c) => (await c.query('SELECT 1 FROM addresses WHERE id = $1', [expired.id])).rowCount));
+        assert.ok(await withClient(db.url, async (c) => (await c.query('SELECT 1 FROM addresses WHERE id = $1', [expired.id])).rowCount));
         await holder.query('SELECT pg_advisory_unlock($1, $2)', [ADVISORY_LOCKS.namespace, ADVISORY_LOCKS.purge]);
       } finally {
         await holder.end();
@@ -184,7 +173,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       const other = await openStorage(db.url);
       try {
         assert.deepEqual(await other.purge(now, now - 30 * 86_400_000), { expiredAddressIds: [], eventsPurged: 0 });
-        const locks = await admin(db.url, async (c) =>
+        const locks = await withClient(db.url, async (c) =>
           (await c.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1", [ADVISORY_LOCKS.namespace])).rows[0].n,
         );
         assert.equal(locks, 0, 'no instance keeps the purge lock after a sweep');
@@ -245,7 +234,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
 
       const pid = await storage.listenerBackendPid();
       assert.ok(pid);
-      await admin(ADMIN_URL, (c) => c.query('SELECT pg_terminate_backend($1)', [pid]));
+      await withClient(ADMIN_URL, (c) => c.query('SELECT pg_terminate_backend($1)', [pid]));
       await eventually(async () => {
         const now = await storage.listenerBackendPid();
         return now !== undefined && now !== pid;
@@ -265,7 +254,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       await eventually(() => server.roost.waiters.held === 1, 'poll held');
       const pid = await storage.listenerBackendPid();
       // An event committed without any NOTIFY: only the wake-all after reconnecting can find it.
-      await admin(server.databaseUrl!, async (c) => {
+      await withClient(server.databaseUrl!, async (c) => {
         await c.query('BEGIN');
         await c.query('UPDATE addresses SET last_sequence = 1 WHERE id = $1', [a.id]);
         await c.query(
@@ -274,7 +263,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
         );
         await c.query('COMMIT');
       });
-      await admin(ADMIN_URL, (c) => c.query('SELECT pg_terminate_backend($1)', [pid]));
+      await withClient(ADMIN_URL, (c) => c.query('SELECT pg_terminate_backend($1)', [pid]));
       const answer = await within(poll, 10_000);
       assert.notEqual(answer, 'not woken');
       assert.deepEqual((answer as { body: { events: Array<{ id: string }> } }).body.events.map((e) => e.id), ['evt_silent']);
@@ -283,7 +272,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
     test('while the database refuses connections requests get 503 unavailable, then it recovers', async () => {
       const a = await createAddress(server.url);
       const name = new URL(server.databaseUrl!).pathname.slice(1);
-      await admin(ADMIN_URL, async (c) => {
+      await withClient(ADMIN_URL, async (c) => {
         await c.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
         await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
       });
@@ -293,7 +282,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
         assert.equal(refused.body.error.code, 'unavailable');
         assert.equal((await request(server.url, 'GET', '/readyz')).status, 503);
       } finally {
-        await admin(ADMIN_URL, (c) => c.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`));
+        await withClient(ADMIN_URL, (c) => c.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`));
       }
       assert.equal((await request(server.url, 'GET', '/readyz')).status, 200);
       const accepted = await deliver(a.inbox, { data: 'kept' });

@@ -17,8 +17,9 @@ function where(): string {
   }
 }
 
-async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3_000 });
+/** Runs `work` on a fresh connection to `url`, closed afterwards whatever happens. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   client.on('error', () => {});
   await client.connect();
   try {
@@ -32,7 +33,7 @@ let probe: Promise<string | undefined> | undefined;
 
 /** Why PostgreSQL tests cannot run here, or undefined when they can (probed once). */
 export function postgresSkipReason(): Promise<string | undefined> {
-  probe ??= withAdmin((client) => client.query('SELECT 1')).then(
+  probe ??= withClient(ADMIN_URL, (client) => client.query('SELECT 1')).then(
     () => undefined,
     (error: Error) =>
       process.env.CI === 'true' ? undefined : `no PostgreSQL server reachable at ${where()} (${error.message}); set ROOST_TEST_DATABASE_URL`,
@@ -50,7 +51,7 @@ export interface TestDatabase {
 
 export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `roost_test_${randomBytes(6).toString('hex')}`;
-  await withAdmin((client) => client.query(`CREATE DATABASE ${name}`));
+  await withClient(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${name}`));
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   let dropped: Promise<void> | undefined;
@@ -58,7 +59,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     url: url.toString(),
     name,
     drop: () =>
-      (dropped ??= withAdmin(async (client) => {
+      (dropped ??= withClient(ADMIN_URL, async (client) => {
         await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
         await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       })),
