@@ -56,7 +56,15 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
   let url: string;
   let smtp: Awaited<ReturnType<typeof startSmtpServer>> | null;
   try {
-    await app.listen({ port: config.port, host: config.host });
+    // Fastify logs its own "Server listening" line(s); the contract wants one start-up line
+    // (CONTRACT §10, logged below), so Fastify's are muted for the duration of listen().
+    const level = app.log.level;
+    app.log.level = 'warn';
+    try {
+      await app.listen({ port: config.port, host: config.host });
+    } finally {
+      app.log.level = level;
+    }
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
