@@ -6,6 +6,7 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { RoostError } from '../core/errors.js';
 import { isJsonMediaType, mediaType, rawBody } from '../http/body.js';
 import { AddressParamsSchema } from '../http/routes/addresses.js';
 import { clientGone } from '../http/routes/common.js';
@@ -38,6 +39,10 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
 
   // Failures before the SDK is reached (the body limit, mostly) in JSON-RPC form.
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof RoostError && error.code === 'unavailable') {
+      // Shutting down (http/app.ts): tell the client to retry, in JSON-RPC form.
+      return jsonRpcError(reply, 503, SERVER_ERROR, error.message, error.headers);
+    }
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       return jsonRpcError(reply, 413, SERVER_ERROR, `The request body exceeds the ${config.maxBodyBytes}-byte limit.`);
     }
