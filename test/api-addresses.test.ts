@@ -228,6 +228,23 @@ describe('provisioning rate limit', () => {
   }
 });
 
+describe('client identity behind a proxy', () => {
+  for (const [trust, expected] of [['', [201, 429]], ['true', [201, 201]]] as const) {
+    it(`ROOST_TRUST_PROXY=${trust || 'off'}: X-Forwarded-For ${trust ? 'picks' : 'does not pick'} the bucket`, async () => {
+      const server = await startTestServer('sqlite', { env: { ROOST_CREATE_RATE: '1/hour', ROOST_TRUST_PROXY: trust } });
+      try {
+        const statuses = [];
+        for (const client of ['203.0.113.7', '203.0.113.8']) {
+          statuses.push((await request(server.url, 'POST', '/api/v1/addresses', { headers: { 'x-forwarded-for': client } })).status);
+        }
+        assert.deepEqual(statuses, expected);
+      } finally {
+        await server.close();
+      }
+    });
+  }
+});
+
 describe('lifetimes', () => {
   it('applies ROOST_DEFAULT_TTL_SECONDS and refuses a lifetime above ROOST_MAX_TTL_SECONDS, naming the cap', async () => {
     const server = await startTestServer('sqlite', { env: { ROOST_DEFAULT_TTL_SECONDS: '600', ROOST_MAX_TTL_SECONDS: '3600' } });
