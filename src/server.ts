@@ -45,7 +45,7 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
   const logger = createLogger(config.logLevel, options.logDestination);
   const storage = options.storage ?? (await openStorage(config, logger));
   const waiters = new Waiters();
-  const metrics = new Metrics(() => waiters.held);
+  const metrics = new Metrics(() => waiters.held, () => waiters.subscribed);
   const service = new RoostService(storage, waiters, config, metrics, options.clock);
   // Commits made by other instances (PostgreSQL) wake the polls held here.
   const stopListening = storage.onExternalChange?.((addressId) =>

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
-import { forEachEngine } from './helpers/engines.js';
+import { eventually, forEachEngine } from './helpers/engines.js';
 
 await forEachEngine('operations', (server) => {
   it('GET /healthz and /readyz answer 200', async () => {
@@ -29,8 +29,22 @@ await forEachEngine('operations', (server) => {
     assert.match(res.text, /roost_deliveries_total\{transport="http",outcome="duplicate"\} 1/);
     assert.match(res.text, /roost_duplicates_total 1/);
     assert.match(res.text, /roost_polls_held 0/);
+    assert.match(res.text, /roost_streams_open 0/);
     assert.match(res.text, /roost_wake_latency_seconds_count 1/);
     assert.ok(!res.text.includes(a.id), 'no address ids in metrics');
+  });
+
+  it('counts open event streams in roost_streams_open', async () => {
+    const a = await createAddress(server().url);
+    const controller = new AbortController();
+    const stream = await fetch(`${server().url}/api/v1/addresses/${a.id}/events/stream`, {
+      headers: { authorization: `Bearer ${a.token}` },
+      signal: controller.signal,
+    });
+    assert.equal(stream.status, 200);
+    assert.match((await request(server().url, 'GET', '/metrics')).text, /^roost_streams_open 1$/m);
+    controller.abort();
+    await eventually(async () => /^roost_streams_open 0$/m.test((await request(server().url, 'GET', '/metrics')).text), 'the stream is closed');
   });
 
   it('GET /api/v1/openapi.json is OpenAPI 3.1, version 0.1.0, with every operation and its schemas', async () => {

@@ -46,13 +46,23 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(heldPolls: () => number) {
+  readonly streamsOpen: Gauge;
+
+  constructor(heldPolls: () => number, openStreams: () => number) {
     this.pollsHeld = new Gauge({
       name: 'roost_polls_held',
       help: 'Long-polls currently held open.',
       registers: [this.registry],
       collect() {
         this.set(heldPolls());
+      },
+    });
+    this.streamsOpen = new Gauge({
+      name: 'roost_streams_open',
+      help: 'Server-Sent Event streams currently open.',
+      registers: [this.registry],
+      collect() {
+        this.set(openStreams());
       },
     });
     collectDefaultMetrics({ register: this.registry, prefix: 'roost_' });
