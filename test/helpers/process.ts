@@ -18,7 +18,7 @@ export interface ServerProcess {
   stop(): Promise<number | null>;
 }
 
-export async function spawnServer(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+export async function spawnServer(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', PORT: '0', ROOST_SMTP_PORT: '0', LOG_LEVEL: 'info', ...env },
