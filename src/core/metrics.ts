@@ -29,7 +29,7 @@ export class Metrics {
 
   readonly wakeLatency = new Histogram({
     name: 'roost_wake_latency_seconds',
-    help: 'From the commit that woke a held poll or stream to its answer being ready.',
+    help: 'From the commit that woke a held poll to its answer being ready.',
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });

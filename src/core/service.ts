@@ -214,7 +214,6 @@ export class RoostService {
         return this.toPage(page.events, page.hasMore, options.after);
       }
       const outcome = await ticket.wait(until - this.now(), signal);
-      const wokenAt = this.now();
       if (outcome === 'aborted') return this.toPage([], false, options.after);
       if (outcome === 'closing') return this.toPage([], false, options.after);
       const current = await this.storage.getAddress(addressId, this.now());
@@ -223,7 +222,8 @@ export class RoostService {
       if (outcome === 'woken') {
         const next = await this.storage.listEvents(addressId, options.after, options.limit);
         if (next.events.length > 0) {
-          this.metrics.wakeLatency.observe((this.now() - wokenAt) / 1000);
+          // From the wake-up (the commit's) to the answer being ready, in real time.
+          if (ticket.wokenAt !== undefined) this.metrics.wakeLatency.observe((performance.now() - ticket.wokenAt) / 1000);
           return this.toPage(next.events, next.hasMore, options.after);
         }
       }

@@ -6,7 +6,7 @@
 export type WaitOutcome = 'woken' | 'timeout' | 'aborted' | 'closing';
 
 interface Ticket {
-  settle(outcome: WaitOutcome): void;
+  settle(outcome: WaitOutcome, at?: number): void;
 }
 
 export interface WaitTicket {
@@ -14,6 +14,8 @@ export interface WaitTicket {
   wait(timeoutMs: number, signal?: AbortSignal): Promise<WaitOutcome>;
   /** Withdraws the ticket without waiting. */
   cancel(): void;
+  /** When wake() settled it (performance.now()), for the wake-latency metric. */
+  readonly wokenAt: number | undefined;
 }
 
 export class Waiters {
@@ -45,6 +47,7 @@ export class Waiters {
   register(addressId: string): WaitTicket {
     let woken: WaitOutcome | null = this.closing ? 'closing' : null;
     let resolveWait: ((o: WaitOutcome) => void) | null = null;
+    let wokenAt: number | undefined;
     const set = this.tickets.get(addressId) ?? new Set<Ticket>();
     this.tickets.set(addressId, set);
     const remove = () => {
@@ -52,8 +55,9 @@ export class Waiters {
       if (set.size === 0 && this.tickets.get(addressId) === set) this.tickets.delete(addressId);
     };
     const ticket: Ticket = {
-      settle: (outcome) => {
+      settle: (outcome, at) => {
         remove();
+        wokenAt ??= at;
         if (resolveWait) resolveWait(outcome);
         else woken ??= outcome;
       },
@@ -82,6 +86,9 @@ export class Waiters {
         });
       },
       cancel: remove,
+      get wokenAt() {
+        return wokenAt;
+      },
     };
   }
 
@@ -101,7 +108,8 @@ export class Waiters {
     const set = this.tickets.get(addressId);
     if (set) {
       this.tickets.delete(addressId);
-      for (const ticket of set) ticket.settle('woken');
+      const at = performance.now();
+      for (const ticket of set) ticket.settle('woken', at);
     }
     const listeners = this.listeners.get(addressId);
     if (listeners) for (const listener of [...listeners]) listener();
