@@ -6,6 +6,7 @@
 //   npm run bench -- --quick          a smoke run of a few seconds per figure
 //   npm run bench -- --only ingest,wake,polls,reading,smtp,prefilled
 //   npm run bench -- --profile DIR    also write CPU profiles of Roost in each measured phase
+//   npm run bench -- --no-references  ingest without its reference runs (LOG_LEVEL=warn, no group commit, NORMAL)
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -27,6 +28,7 @@ const { values } = parseArgs({
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     profile: { type: 'string' },
+    'no-references': { type: 'boolean', default: false },
     connections: { type: 'string', default: '50' },
   },
 });
@@ -131,9 +133,9 @@ async function main(): Promise<void> {
   }
   if (only.has('ingest')) {
     await roostIngest('Roost, synchronous=FULL, group commit', [], bare, { profile: 'ingest' });
-    await roostIngest('reference: the same at LOG_LEVEL=warn', [], bare, { env: { LOG_LEVEL: 'warn' } });
-    await roostIngest('reference: FULL, one commit per request', ['--group-commit', 'off'], bare);
-    await roostIngest('reference: synchronous=NORMAL, group commit', ['--synchronous', 'NORMAL'], bare);
+    if (!values['no-references']) await roostIngest('reference: the same at LOG_LEVEL=warn', [], bare, { env: { LOG_LEVEL: 'warn' } });
+    if (!values['no-references']) await roostIngest('reference: FULL, one commit per request', ['--group-commit', 'off'], bare);
+    if (!values['no-references']) await roostIngest('reference: synchronous=NORMAL, group commit', ['--synchronous', 'NORMAL'], bare);
     report('');
   }
 

@@ -165,14 +165,23 @@ describe('identifiers, secrets and slugs have the contract shape (CONTRACT §1)'
     await server?.close();
   });
 
-  test('addr_ ≥ 128 bits, evt_ ≥ 128 bits, roost_read_ and roost_ingress_ ≥ 256 bits, all URL-safe', async () => {
+  test('addr_ ≥ 128 bits, evt_ time + 128 bits, roost_read_ and roost_ingress_ ≥ 256 bits, all URL-safe', async () => {
     const created = await Promise.all(Array.from({ length: 150 }, () => createAddress(server.url)));
     assertEntropy(created.map((a) => a.id), 'addr_', 128);
     assertEntropy(created.map((a) => a.token), 'roost_read_', 256);
     assertEntropy(created.map(secretOf), 'roost_ingress_', 256);
     const target = created[0];
+    const before = Date.now();
     const events = await Promise.all(Array.from({ length: 150 }, (_, i) => deliver(target.inbox, { data: i })));
-    assertEntropy(events.map((r) => r.body.event.id), 'evt_', 128);
+    const after = Date.now();
+    // evt_ ids lead with their creation time (12 hex digits of ms), then 128 random bits.
+    const eventIds: string[] = events.map((r) => r.body.event.id);
+    for (const id of eventIds) {
+      assert.match(id, /^evt_[0-9a-f]{12}[A-Za-z0-9_-]{22}$/);
+      const at = parseInt(id.slice(4, 16), 16);
+      assert.ok(at >= before && at <= after, `${id} carries ${at}, not a time of this test`);
+    }
+    assertEntropy(eventIds.map((id) => `evt_${id.slice(16)}`), 'evt_', 128);
     // The inbox URL has exactly the contract's shape.
     for (const a of created.slice(0, 5)) {
       assert.equal(a.response.endpoints.inbox_url, `${server.config.baseUrl}/api/v1/inbox/${a.id}/${secretOf(a)}`);

@@ -24,7 +24,14 @@ function randomId(bytes: number): string {
 }
 
 export const newAddressId = () => `addr_${randomId(16)}`;
-export const newEventId = () => `evt_${randomId(16)}`;
+/**
+ * `evt_`, the creation time (12 hex digits of milliseconds since the epoch), then 128 random
+ * bits. The time leads so that new ids land at the end of the storage's id index instead
+ * of at a random leaf: a random id cost every append one more page written (~20% of an
+ * append in SQLite). The time is no secret (it is the event's created_at); the 128 random
+ * bits are what the contract asks of an id.
+ */
+export const newEventId = (now = Date.now()) => `evt_${now.toString(16).padStart(12, '0')}${randomId(16)}`;
 export const newReadToken = () => `${READ_TOKEN_PREFIX}${random(32)}`;
 export const newIngressSecret = () => `${INGRESS_SECRET_PREFIX}${random(32)}`;
 

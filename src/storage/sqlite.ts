@@ -92,8 +92,14 @@ export class SqliteStorage implements Storage {
       addressBySlug: db.prepare<{ slug: string; now: number }, AddressRow>(`SELECT * FROM addresses WHERE slug = @slug AND ${LIVE}`),
       deleteEventsOf: db.prepare('DELETE FROM events WHERE address_id = ?'),
       deleteAddress: db.prepare('DELETE FROM addresses WHERE id = ?'),
-      sequenceOf: db.prepare<{ id: string; now: number }, { last_sequence: number }>(
-        `SELECT last_sequence FROM addresses WHERE id = @id AND ${LIVE}`,
+      // The address (if live) with the bounds of its queue: `floor` is the highest sequence
+      // of an event that is gone (migration 2), `low`/`high` those of the events held. Each
+      // MIN/MAX is one seek in events_by_sequence.
+      appendState: db.prepare<{ id: string; now: number }, { floor: number; low: number | null; high: number | null }>(
+        `SELECT last_sequence AS floor,
+                (SELECT MIN(sequence) FROM events WHERE address_id = @id) AS low,
+                (SELECT MAX(sequence) FROM events WHERE address_id = @id) AS high
+         FROM addresses WHERE id = @id AND ${LIVE}`,
       ),
       eventByKey: db.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND dedupe_key = ?`),
       countEvents: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_id = ?'),
@@ -104,7 +110,6 @@ export class SqliteStorage implements Storage {
         'SELECT 1 AS one FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL LIMIT 1',
       ),
       deleteEvent: db.prepare('DELETE FROM events WHERE id = ?'),
-      bumpSequence: db.prepare('UPDATE addresses SET last_sequence = ? WHERE id = ?'),
       insertEvent: db.prepare(
         `INSERT INTO events (${EVENT_COLUMNS})
          VALUES (@id, @addressId, @sequence, @type, @source, @dataJson, @metadataJson, @dedupeKey, @createdAt, NULL)`,
@@ -223,19 +228,22 @@ export class SqliteStorage implements Storage {
   }
 
   private appendTransaction(input: AppendInput, capacity: number): AppendResult {
-    const address = this.sql.sequenceOf.get({ id: input.addressId, now: input.createdAt });
-    if (!address) return { status: 'address_not_found' };
+    const state = this.sql.appendState.get({ id: input.addressId, now: input.createdAt });
+    if (!state) return { status: 'address_not_found' };
     if (input.dedupeKey !== null) {
       const held = this.sql.eventByKey.get(input.addressId, input.dedupeKey);
       if (held) return { status: 'duplicate', event: toEvent(held) };
     }
-    if (this.sql.countEvents.get(input.addressId)!.n >= capacity) {
+    // The queue holds at most high - low + 1 events; only when that span reaches the
+    // capacity can it be full, and only then is counting (up to 1,000 rows) needed.
+    const span = state.high === null ? 0 : state.high - state.low! + 1;
+    if (span >= capacity && this.sql.countEvents.get(input.addressId)!.n >= capacity) {
       const oldest = this.sql.oldestAcknowledged.get(input.addressId);
       if (!oldest) return { status: 'queue_full' };
       this.sql.deleteEvent.run(oldest.id);
     }
-    const sequence = address.last_sequence + 1;
-    this.sql.bumpSequence.run(sequence, input.addressId);
+    // Sequences are never reused: the floor covers events that were removed, the newest of them included.
+    const sequence = Math.max(state.high ?? 0, state.floor) + 1;
     this.sql.insertEvent.run({ ...input, id: input.eventId, sequence });
     return { status: 'created', event: insertedEvent(input, sequence) };
   }
