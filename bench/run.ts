@@ -92,7 +92,7 @@ function batchLine(before: CommitStats, after: CommitStats, wallMs: number): str
   const appends = after.appends - before.appends;
   const busy = after.busyMs - before.busyMs;
   return `${''.padEnd(44)} ${fmt(appends / commits, 1)} appends per commit (largest ${after.largestBatch}); ` +
-    `flushes ${fmt(busy / commits, 2)} ms each, ${fmt((100 * busy) / wallMs)}% of the time`;
+    `each commit ${fmt(busy / commits, 2)} ms; the writer thread in commits ${fmt((100 * busy) / wallMs)}% of the time`;
 }
 
 async function roostIngest(label: string, args: string[], baseline: LoadResult | undefined, options: { profile?: string; env?: Record<string, string> } = {}): Promise<LoadResult> {

@@ -1,0 +1,93 @@
+// The SQLite writer thread: the only connection that writes the file. It takes the write
+// requests of sqlite.ts in order and answers each one after its COMMIT. Appends that arrive
+// while a batch is being committed — or in one message — are committed together in the next
+// batch (group commit), so the event loop goes on parsing requests while the disk syncs,
+// and a 202 still waits for the fsync of its own event.
+import { parentPort, workerData } from 'node:worker_threads';
+import type { AppendInput } from './storage.js';
+import { openSqlite, type Synchronous } from './sqlite-connection.js';
+import { SqliteWrites } from './sqlite-writes.js';
+
+export interface WriterOptions {
+  path: string;
+  synchronous: Synchronous;
+  groupCommit: boolean;
+}
+
+/** What the event loop sends: appends in batches, any other write as a method call. */
+export type WriteRequest =
+  | { id: number; op: 'append'; items: Array<[AppendInput, number]> }
+  | { id: number; op: 'call'; method: CallableWrite; args: unknown[] }
+  | { id: number; op: 'close' };
+
+export type CallableWrite = 'insertAddress' | 'deleteAddress' | 'ackEvent' | 'ackUpTo' | 'purge' | 'takeToken';
+
+/** An error as it crosses the thread boundary (its class is lost; message and code are kept). */
+export interface WireError {
+  message: string;
+  code?: string;
+}
+
+export type WriteReply =
+  | { id: number; ok: true; value: unknown; stats?: SqliteWrites['commitStats'] }
+  | { id: number; ok: false; error: WireError };
+
+export const toWireError = (error: unknown): WireError => ({
+  message: error instanceof Error ? error.message : String(error),
+  code: (error as { code?: unknown })?.code === undefined ? undefined : String((error as { code?: unknown }).code),
+});
+
+const port = parentPort!;
+const options = workerData as WriterOptions;
+const db = openSqlite(options.path, options.synchronous);
+const writes = new SqliteWrites(db);
+let pending: Array<Extract<WriteRequest, { op: 'append' }>> = [];
+let flushScheduled = false;
+
+function flush(): void {
+  flushScheduled = false;
+  if (pending.length === 0) return;
+  const requests = pending;
+  pending = [];
+  const items = requests.length === 1 ? requests[0].items : requests.flatMap((r) => r.items);
+  let outcomes;
+  try {
+    outcomes = writes.appendBatch(items);
+  } catch (error) {
+    // The COMMIT failed: nothing in the batch is durable.
+    for (const r of requests) port.postMessage({ id: r.id, ok: false, error: toWireError(error) } satisfies WriteReply);
+    return;
+  }
+  let at = 0;
+  for (const r of requests) {
+    const value = outcomes.slice(at, at + r.items.length).map((o) => (o.status === 'failed' ? { status: 'failed', error: toWireError(o.error) } : o));
+    at += r.items.length;
+    port.postMessage({ id: r.id, ok: true, value, stats: writes.commitStats } satisfies WriteReply);
+  }
+}
+
+port.on('message', (request: WriteRequest) => {
+  if (request.op === 'append') {
+    pending.push(request);
+    if (!options.groupCommit) flush();
+    else if (!flushScheduled) {
+      // Messages that are already queued are delivered before this runs: they join the batch.
+      flushScheduled = true;
+      setImmediate(flush);
+    }
+    return;
+  }
+  flush(); // appends sent before this request land first
+  if (request.op === 'close') {
+    db.close();
+    port.postMessage({ id: request.id, ok: true, value: null } satisfies WriteReply);
+    port.close();
+    return;
+  }
+  try {
+    const method = writes[request.method] as (...args: unknown[]) => unknown;
+    port.postMessage({ id: request.id, ok: true, value: method.apply(writes, request.args) } satisfies WriteReply);
+  } catch (error) {
+    port.postMessage({ id: request.id, ok: false, error: toWireError(error) } satisfies WriteReply);
+  }
+});

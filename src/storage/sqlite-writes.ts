@@ -1,0 +1,182 @@
+// Every write to the SQLite file, on the one connection that makes them (the writer thread's,
+// see sqlite-writer.ts). Synchronous: each method is one transaction, except appendBatch,
+// which puts a whole batch of appends in one transaction and one fsync (group commit).
+import type Database from 'better-sqlite3';
+import { performance } from 'node:perf_hooks';
+import { takeFromBucket } from '../core/token-bucket.js';
+import { EVENT_COLUMNS, toEvent, type EventRow } from './rows.js';
+import type { AddressRecord, AppendInput, EventRecord, PurgeResult, TokenBucketResult } from './storage.js';
+
+const LIVE = '(expires_at IS NULL OR expires_at > @now)';
+
+/** What one append came to; `created` carries only the sequence (the caller holds the rest). */
+export type AppendOutcome =
+  | { status: 'created'; sequence: number }
+  | { status: 'duplicate'; event: EventRecord }
+  | { status: 'queue_full' }
+  | { status: 'address_not_found' }
+  /** This append failed alone (its savepoint was rolled back); the rest of its batch stands. */
+  | { status: 'failed'; error: unknown };
+
+export interface CommitStats {
+  commits: number;
+  appends: number;
+  largestBatch: number;
+  /** Time spent in batches: statements, COMMIT and fsync. */
+  busyMs: number;
+}
+
+export class SqliteWrites {
+  readonly commitStats: CommitStats = { commits: 0, appends: 0, largestBatch: 0, busyMs: 0 };
+  private readonly sql;
+  private readonly appendOne: Database.Transaction<(input: AppendInput, capacity: number) => AppendOutcome>;
+
+  constructor(private readonly db: Database.Database) {
+    this.sql = {
+      insertAddress: db.prepare(
+        `INSERT INTO addresses (id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest)
+         VALUES (@id, @slug, @name, @taskId, @email, @createdAt, @expiresAt, @readTokenDigest, @ingressSecretDigest)`,
+      ),
+      deleteEventsOf: db.prepare('DELETE FROM events WHERE address_id = ?'),
+      deleteAddress: db.prepare('DELETE FROM addresses WHERE id = ?'),
+      // The address (if live) with the bounds of its queue: `floor` is the highest sequence
+      // of an event that is gone (migration 2), `low`/`high` those of the events held. Each
+      // MIN/MAX is one seek in events_by_sequence.
+      appendState: db.prepare<{ id: string; now: number }, { floor: number; low: number | null; high: number | null }>(
+        `SELECT last_sequence AS floor,
+                (SELECT MIN(sequence) FROM events WHERE address_id = @id) AS low,
+                (SELECT MAX(sequence) FROM events WHERE address_id = @id) AS high
+         FROM addresses WHERE id = @id AND ${LIVE}`,
+      ),
+      eventByKey: db.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND dedupe_key = ?`),
+      countEvents: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_id = ?'),
+      oldestAcknowledged: db.prepare<[string], { id: string }>(
+        'SELECT id FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT 1',
+      ),
+      deleteEvent: db.prepare('DELETE FROM events WHERE id = ?'),
+      insertEvent: db.prepare(
+        `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+      ),
+      ack: db.prepare<[number, string, string], EventRow>(
+        `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?) WHERE id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
+      ),
+      ackUpTo: db.prepare('UPDATE events SET acknowledged_at = ? WHERE address_id = ? AND sequence <= ? AND acknowledged_at IS NULL'),
+      expired: db.prepare<[number], { id: string }>('SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 500'),
+      purgeOld: db.prepare('DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE created_at < ? LIMIT 5000)'),
+      bucket: db.prepare<[string], { tokens: number; updated_at: number }>('SELECT tokens, updated_at FROM rate_buckets WHERE key = ?'),
+      saveBucket: db.prepare(
+        `INSERT INTO rate_buckets (key, tokens, updated_at) VALUES (?, ?, ?)
+         ON CONFLICT (key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at`,
+      ),
+      forgetFullBuckets: db.prepare('DELETE FROM rate_buckets WHERE updated_at < ?'),
+    };
+    this.appendOne = db.transaction((input: AppendInput, capacity: number) => this.appendTransaction(input, capacity));
+  }
+
+  insertAddress(address: AddressRecord): 'ok' | 'slug_taken' {
+    try {
+      this.sql.insertAddress.run(address);
+      return 'ok';
+    } catch (error) {
+      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' && /slug/.test(String(error))) return 'slug_taken';
+      throw error;
+    }
+  }
+
+  deleteAddress(id: string): boolean {
+    return this.db.transaction(() => {
+      this.sql.deleteEventsOf.run(id);
+      return this.sql.deleteAddress.run(id).changes > 0;
+    })();
+  }
+
+  /**
+   * Commits the batch in one transaction (one fsync). A nested transaction is a savepoint:
+   * one failed append does not sink the rest. Throws only when the COMMIT itself fails,
+   * and then nothing in the batch is durable.
+   */
+  appendBatch(batch: ReadonlyArray<readonly [AppendInput, number]>): AppendOutcome[] {
+    const outcomes: AppendOutcome[] = [];
+    const startedAt = performance.now();
+    this.db.transaction(() => {
+      for (const [input, capacity] of batch) {
+        try {
+          outcomes.push(this.appendOne.immediate(input, capacity));
+        } catch (error) {
+          outcomes.push({ status: 'failed', error });
+        }
+      }
+    }).immediate();
+    const stats = this.commitStats;
+    stats.busyMs += performance.now() - startedAt;
+    stats.commits++;
+    stats.appends += batch.length;
+    if (batch.length > stats.largestBatch) stats.largestBatch = batch.length;
+    return outcomes;
+  }
+
+  private appendTransaction(input: AppendInput, capacity: number): AppendOutcome {
+    const state = this.sql.appendState.get({ id: input.addressId, now: input.createdAt });
+    if (!state) return { status: 'address_not_found' };
+    if (input.dedupeKey !== null) {
+      const held = this.sql.eventByKey.get(input.addressId, input.dedupeKey);
+      if (held) return { status: 'duplicate', event: toEvent(held) };
+    }
+    // The queue holds at most high - low + 1 events; only when that span reaches the
+    // capacity can it be full, and only then is counting (up to 1,000 rows) needed.
+    const span = state.high === null ? 0 : state.high - state.low! + 1;
+    if (span >= capacity && this.sql.countEvents.get(input.addressId)!.n >= capacity) {
+      const oldest = this.sql.oldestAcknowledged.get(input.addressId);
+      if (!oldest) return { status: 'queue_full' };
+      this.sql.deleteEvent.run(oldest.id);
+    }
+    // Never reused: the floor covers removed events, the newest of them included.
+    const sequence = Math.max(state.high ?? 0, state.floor) + 1;
+    this.sql.insertEvent.run(
+      input.eventId, input.addressId, sequence, input.type, input.source, input.dataJson, input.metadataJson, input.dedupeKey, input.createdAt,
+    );
+    return { status: 'created', sequence };
+  }
+
+  ackEvent(addressId: string, eventId: string, now: number): EventRecord | null {
+    const row = this.sql.ack.get(now, eventId, addressId);
+    return row ? toEvent(row) : null;
+  }
+
+  ackUpTo(addressId: string, upTo: number, now: number): number {
+    return this.sql.ackUpTo.run(now, addressId, upTo).changes;
+  }
+
+  purge(now: number, retainAfter: number): PurgeResult {
+    const expiredAddressIds: string[] = [];
+    let eventsPurged = 0;
+    for (;;) {
+      const batch = this.sql.expired.all(now).map((r) => r.id);
+      if (batch.length === 0) break;
+      this.db.transaction(() => {
+        for (const id of batch) {
+          eventsPurged += this.sql.deleteEventsOf.run(id).changes;
+          this.sql.deleteAddress.run(id);
+        }
+      })();
+      expiredAddressIds.push(...batch);
+    }
+    // In slices, so that a large purge never holds the writer for long.
+    for (let changes = -1; changes !== 0; ) {
+      changes = this.sql.purgeOld.run(retainAfter).changes;
+      eventsPurged += changes;
+    }
+    return { expiredAddressIds, eventsPurged };
+  }
+
+  takeToken(key: string, limit: number, periodMs: number, now: number): TokenBucketResult {
+    return this.db.transaction(() => {
+      const row = this.sql.bucket.get(key);
+      const { next, result } = takeFromBucket(row ? { tokens: row.tokens, updatedAt: row.updated_at } : null, limit, periodMs, now);
+      this.sql.saveBucket.run(key, next.tokens, next.updatedAt);
+      // A bucket untouched for a whole period is full again: its row can go.
+      this.sql.forgetFullBuckets.run(now - periodMs);
+      return result;
+    })();
+  }
+}

@@ -1,0 +1,102 @@
+// The SQLite engine's split between the event loop (reads, the address cache) and the
+// writer thread (every write, group commit): batching, ordering against deletes, the cache
+// after a delete, and what callers see when the writer thread is gone. Real files.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import type { Worker } from 'node:worker_threads';
+import { newEventId } from '../src/core/secrets.js';
+import { SqliteStorage } from '../src/storage/sqlite.js';
+import type { AddressRecord, AppendInput } from '../src/storage/storage.js';
+
+let counter = 0;
+function address(): AddressRecord {
+  counter++;
+  return {
+    id: `addr_writer${counter}_${Math.random().toString(36).slice(2)}`,
+    slug: `writer-${counter}-${Math.random().toString(36).slice(2)}`,
+    name: 'Writer test',
+    taskId: null,
+    email: `writer-${counter}@localhost`,
+    createdAt: Date.now(),
+    expiresAt: null,
+    readTokenDigest: 'a'.repeat(64),
+    ingressSecretDigest: 'b'.repeat(64),
+  };
+}
+
+const event = (addressId: string, dataJson = '{}'): AppendInput => ({
+  addressId,
+  eventId: newEventId(),
+  type: 'message.received',
+  source: 'https',
+  dataJson,
+  metadataJson: null,
+  dedupeKey: null,
+  createdAt: Date.now(),
+});
+
+describe('SQLite writer thread', () => {
+  let dir: string;
+  let storage: SqliteStorage;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'roost-writer-'));
+    storage = new SqliteStorage(join(dir, 'roost.db'));
+  });
+  afterEach(async () => {
+    await storage.close().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('appends made in one turn share one commit, and each resolves with its own sequence', async () => {
+    const a = address();
+    await storage.insertAddress(a);
+    const before = { ...storage.commitStats };
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => storage.appendEvent(event(a.id, String(i)), 1000)));
+    assert.deepEqual(results.map((r) => r.status === 'created' && r.event.sequence), Array.from({ length: 40 }, (_, i) => i + 1));
+    assert.equal(storage.commitStats.appends - before.appends, 40);
+    assert.equal(storage.commitStats.commits - before.commits, 1, 'one transaction for the whole turn');
+    // Each resolved event is readable at once through the event loop's own connection.
+    const page = await storage.listEvents(a.id, 0, 100);
+    assert.deepEqual(page.events.map((e) => e.dataJson), Array.from({ length: 40 }, (_, i) => String(i)));
+  });
+
+  test('appends sent before a delete land first and go with it; the cache does not outlive the delete', async () => {
+    const a = address();
+    await storage.insertAddress(a);
+    assert.ok(await storage.getAddress(a.id, Date.now()));
+    const appends = Array.from({ length: 10 }, () => storage.appendEvent(event(a.id), 1000));
+    const deleting = storage.deleteAddress(a.id);
+    // A read racing the delete (the address is still in the file) must not leave it cached.
+    const racingRead = storage.getAddress(a.id, Date.now());
+    const after = storage.appendEvent(event(a.id), 1000);
+    assert.ok((await Promise.all(appends)).every((r) => r.status === 'created'));
+    assert.equal(await deleting, true);
+    await racingRead;
+    assert.equal((await after).status, 'address_not_found');
+    assert.equal(await storage.getAddress(a.id, Date.now()), null);
+    assert.deepEqual((await storage.listEvents(a.id, 0, 100)).events, []);
+  });
+
+  test('when the writer thread is gone, every write and ping fails instead of hanging', async () => {
+    const a = address();
+    await storage.insertAddress(a);
+    const writer = (storage as unknown as { writer: Worker }).writer;
+    const inFlight = storage.appendEvent(event(a.id), 1000);
+    await writer.terminate();
+    // The append sent before the thread went either committed or failed; it never hangs.
+    await inFlight.then(
+      (r) => assert.equal(r.status, 'created'),
+      (error: Error) => assert.match(error.message, /writer thread/),
+    );
+    await assert.rejects(storage.appendEvent(event(a.id), 1000), /writer thread/);
+    await assert.rejects(storage.ackUpTo(a.id, 1, Date.now()), /writer thread/);
+    await assert.rejects(storage.ping(), /writer thread/);
+  });
+
+  test('an in-memory database is refused with a clear error (two connections share the file)', () => {
+    assert.throws(() => new SqliteStorage(':memory:'), /needs a file path/);
+  });
+});
