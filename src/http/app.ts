@@ -41,11 +41,25 @@ declare module 'fastify' {
  * the pair cost ~10% of the CPU of ingest (see bench/).
  */
 class AccessLog extends LogController {
+  /**
+   * Successful requests are logged without pino's redaction pass (~2% of the CPU of ingest):
+   * the line is built here from fields that hold no secret — the req serializer cuts the
+   * inbox secret out of the URL and keeps no header. Errors keep the redacting logger.
+   */
+  private readonly plain: Logger;
+
+  constructor(logger: Logger) {
+    super();
+    this.plain = logger.child({}, { redact: [] });
+  }
+
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
-    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
+    else if (this.plain.isLevelEnabled('info')) {
+      this.plain.info({ reqId: request.id, req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime }, 'request completed');
+    }
   }
 }
 
@@ -62,7 +76,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // On close, idle keep-alive sockets go at once; requests in flight finish (CONTRACT §9).
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    logController: new AccessLog(),
+    logController: new AccessLog(deps.logger),
     // Failures answered before any route runs still get the Error shape (CONTRACT §6).
     frameworkErrors: renderFrameworkError,
     clientErrorHandler: renderClientError,
