@@ -16,20 +16,6 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         err: pino.stdSerializers.err,
       },
     },
-    destination ?? bufferedStdout(),
+    destination,
   );
-}
-
-/** How long a log line may wait in the buffer before it is written. */
-const LOG_FLUSH_MS = 100;
-
-/**
- * stdout, written in blocks of 8 KiB or every 100 ms, whichever comes first: one
- * write per line was ~7% of the CPU of ingest, synchronously or not. What is still
- * buffered is written when the process exits (a SIGKILL loses at most that).
- */
-function bufferedStdout(): DestinationStream {
-  const stream = pino.destination({ dest: 1, sync: false, minLength: 8 * 1024 });
-  setInterval(() => stream.flush(), LOG_FLUSH_MS).unref();
-  return stream;
 }
