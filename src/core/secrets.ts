@@ -1,7 +1,7 @@
 // Identifiers and secrets (CONTRACT §1). Ids carry 128 random bits, secrets 256, all from
 // the CSPRNG. Secrets are kept only as SHA-256 digests and compared in constant time, so a
 // copy of the database grants nothing and timing reveals nothing.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { PRODUCT } from '../config.js';
 
 export const READ_TOKEN_PREFIX = `${PRODUCT}_read_`;
@@ -37,12 +37,16 @@ export const newIngressSecret = () => `${INGRESS_SECRET_PREFIX}${random(32)}`;
 
 /** The only form in which a secret is stored: hex SHA-256. */
 export function digestSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
-/** Constant-time check of a presented secret against a stored digest. */
+/**
+ * Constant-time check of a presented secret against a stored digest. The one-shot
+ * crypto.hash, compared as bytes, costs a third of a Hash object and two hex conversions
+ * (it runs on every inbox delivery and every bearer request).
+ */
 export function secretMatches(presented: string, storedDigest: string): boolean {
-  const a = Buffer.from(digestSecret(presented), 'hex');
+  const a = hash('sha256', presented, 'buffer');
   const b = Buffer.from(storedDigest, 'hex');
   return a.length === b.length && timingSafeEqual(a, b);
 }

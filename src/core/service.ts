@@ -75,14 +75,15 @@ export function toWireAddress(record: AddressRecord): Address {
   return address;
 }
 
-export function toWireEvent(record: EventRecord): Event {
+/** `data`, when the caller holds it parsed already, saves parsing `dataJson` again. */
+export function toWireEvent(record: EventRecord, data: unknown = JSON.parse(record.dataJson)): Event {
   const event: Event = {
     id: record.id,
     address_id: record.addressId,
     sequence: record.sequence,
     type: record.type,
     source: record.source,
-    data: JSON.parse(record.dataJson),
+    data,
     created_at: iso(record.createdAt),
   };
   if (record.metadataJson !== null) event.metadata = JSON.parse(record.metadataJson);
@@ -232,7 +233,7 @@ export class RoostService {
 
   private toPage(records: EventRecord[], hasMore: boolean, after: number): EventPage {
     return {
-      events: records.map(toWireEvent),
+      events: records.map((record) => toWireEvent(record)),
       next_cursor: records.length > 0 ? records[records.length - 1].sequence : after,
       has_more: hasMore,
     };
@@ -308,7 +309,8 @@ export class RoostService {
     switch (result.status) {
       case 'created':
         this.waiters.wake(address.id);
-        return { status: 202, body: { event: toWireEvent(result.event), duplicate: false } };
+        // The stored text is JSON.stringify(input.data): serialised again, the value gives it back.
+        return { status: 202, body: { event: toWireEvent(result.event, input.data ?? null), duplicate: false } };
       case 'duplicate':
         this.metrics.duplicates.inc();
         return { status: 200, body: { event: toWireEvent(result.event), duplicate: true } };
@@ -342,7 +344,7 @@ export class RoostService {
         // Deleted or expired: the stream ends with `gone` (CONTRACT §2: behaves as deleted).
         if (!(await this.storage.getAddress(addressId, this.now()))) return 'gone';
         const page = await this.storage.listEvents(addressId, after, limit);
-        return { events: page.events.map(toWireEvent), hasMore: page.hasMore };
+        return { events: page.events.map((record) => toWireEvent(record)), hasMore: page.hasMore };
       },
       close: unsubscribe,
     };

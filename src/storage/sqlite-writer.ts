@@ -4,9 +4,8 @@
 // batch (group commit), so the event loop goes on parsing requests while the disk syncs,
 // and a 202 still waits for the fsync of its own event.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { AppendInput } from './storage.js';
 import { openSqlite, type Synchronous } from './sqlite-connection.js';
-import { SqliteWrites } from './sqlite-writes.js';
+import { SqliteWrites, type AppendTuple } from './sqlite-writes.js';
 
 export interface WriterOptions {
   path: string;
@@ -16,7 +15,7 @@ export interface WriterOptions {
 
 /** What the event loop sends: appends in batches, any other write as a method call. */
 export type WriteRequest =
-  | { id: number; op: 'append'; items: Array<[AppendInput, number]> }
+  | { id: number; op: 'append'; items: AppendTuple[] }
   | { id: number; op: 'call'; method: CallableWrite; args: unknown[] }
   | { id: number; op: 'close' };
 

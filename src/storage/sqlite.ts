@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { EVENT_COLUMNS, insertedEvent, toAddress, type AddressRow } from './rows.js';
 import { migrate, openSqlite, type Synchronous } from './sqlite-connection.js';
 import type { CallableWrite, WireError, WriteReply, WriteRequest, WriterOptions } from './sqlite-writer.js';
-import type { AppendOutcome, CommitStats } from './sqlite-writes.js';
+import { toAppendTuple, type AppendOutcome, type CommitStats } from './sqlite-writes.js';
 import type {
   AddressRecord, AppendInput, AppendResult, EventPageRecord, EventRecord, PurgeResult, Storage, TokenBucketResult,
 } from './storage.js';
@@ -207,7 +207,7 @@ export class SqliteStorage implements Storage {
     if (this.outbox.length === 0) return;
     const batch = this.outbox;
     this.outbox = [];
-    this.send<AppendOutcome[]>({ op: 'append', items: batch.map((item) => [item.input, item.capacity]) }).then(
+    this.send<AppendOutcome[]>({ op: 'append', items: batch.map((item) => toAppendTuple(item.input, item.capacity)) }).then(
       (outcomes) =>
         batch.forEach((item, i) => {
           const outcome = outcomes[i];

@@ -57,17 +57,19 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
     // The inbox is checked before the body's content, so that a wrong URL answers 404
     // whatever is sent; validation errors are therefore attached, not thrown.
     attachValidation: true,
-    preValidation: async (request) => {
+    // A callback hook (not async): one promise fewer on the hottest route.
+    preValidation: (request, _reply, done) => {
       // Raw capture keeps the bytes as they came (CONTRACT §3.1): no JSON decoding.
-      if (wantsRaw(request.query)) return;
+      if (wantsRaw(request.query)) return done();
       try {
         request.body = decodeJsonBody(request, { optional: false }) as DeliveryInput;
       } catch (error) {
         // Like validation errors, undecodable bodies (400, 415) wait for the inbox check.
-        if (!(error instanceof RoostError)) throw error;
+        if (!(error instanceof RoostError)) return done(error as Error);
         undecodable.set(request, error);
         request.body = {};
       }
+      done();
     },
     handler: async (request, reply) => {
       const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
