@@ -7,8 +7,6 @@ import { takeFromBucket } from '../core/token-bucket.js';
 import { EVENT_COLUMNS, toEvent, type EventRow } from './rows.js';
 import type { AddressRecord, AppendInput, EventRecord, PurgeResult, TokenBucketResult } from './storage.js';
 
-const LIVE = '(expires_at IS NULL OR expires_at > @now)';
-
 /** What one append came to; `created` carries only the sequence (the caller holds the rest). */
 export type AppendOutcome =
   | { status: 'created'; sequence: number }
@@ -39,9 +37,31 @@ export interface CommitStats {
   busyMs: number;
 }
 
+/**
+ * What an append needs to know about its address: whether it is live, and the bounds of its
+ * queue. `floor` is the highest sequence of an event that is gone (migration 2); `low` and
+ * `high` those of the events held (null when none).
+ */
+interface QueueState {
+  expiresAt: number | null;
+  floor: number;
+  low: number | null;
+  high: number | null;
+}
+
+/** Queue states kept in memory (~100 bytes each); the oldest loaded goes first. */
+const QUEUE_STATES = 20_000;
+
 export class SqliteWrites {
   readonly commitStats: CommitStats = { commits: 0, appends: 0, largestBatch: 0, busyMs: 0 };
   private readonly sql;
+  /**
+   * Queue states by address id, so that an append is one INSERT instead of three seeks
+   * first (~3 µs of ~22). Exact because this connection makes every write to the file:
+   * an append updates its entry, anything else that removes events or addresses drops
+   * entries (they are read again when next needed), and a failed COMMIT drops them all.
+   */
+  private readonly queues = new Map<string, QueueState>();
   private readonly appendOne: Database.Transaction<(append: AppendTuple) => AppendOutcome>;
 
   constructor(private readonly db: Database.Database) {
@@ -52,14 +72,13 @@ export class SqliteWrites {
       ),
       deleteEventsOf: db.prepare('DELETE FROM events WHERE address_id = ?'),
       deleteAddress: db.prepare('DELETE FROM addresses WHERE id = ?'),
-      // The address (if live) with the bounds of its queue: `floor` is the highest sequence
-      // of an event that is gone (migration 2), `low`/`high` those of the events held. Each
-      // MIN/MAX is one seek in events_by_sequence.
-      appendState: db.prepare<{ id: string; now: number }, { floor: number; low: number | null; high: number | null }>(
-        `SELECT last_sequence AS floor,
+      // The address with the bounds of its queue (see QueueState). Each MIN/MAX is one seek
+      // in events_by_sequence.
+      queueState: db.prepare<{ id: string }, QueueState>(
+        `SELECT expires_at AS expiresAt, last_sequence AS floor,
                 (SELECT MIN(sequence) FROM events WHERE address_id = @id) AS low,
                 (SELECT MAX(sequence) FROM events WHERE address_id = @id) AS high
-         FROM addresses WHERE id = @id AND ${LIVE}`,
+         FROM addresses WHERE id = @id`,
       ),
       eventByKey: db.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND dedupe_key = ?`),
       countEvents: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_id = ?'),
@@ -97,6 +116,7 @@ export class SqliteWrites {
   }
 
   deleteAddress(id: string): boolean {
+    this.queues.delete(id);
     return this.db.transaction(() => {
       this.sql.deleteEventsOf.run(id);
       return this.sql.deleteAddress.run(id).changes > 0;
@@ -111,15 +131,21 @@ export class SqliteWrites {
   appendBatch(batch: readonly AppendTuple[]): AppendOutcome[] {
     const outcomes: AppendOutcome[] = [];
     const startedAt = performance.now();
-    this.db.transaction(() => {
-      for (const append of batch) {
-        try {
-          outcomes.push(this.appendOne.immediate(append));
-        } catch (error) {
-          outcomes.push({ status: 'failed', error });
+    try {
+      this.db.transaction(() => {
+        for (const append of batch) {
+          try {
+            outcomes.push(this.appendOne.immediate(append));
+          } catch (error) {
+            this.queues.delete(append[0]); // its savepoint was rolled back
+            outcomes.push({ status: 'failed', error });
+          }
         }
-      }
-    }).immediate();
+      }).immediate();
+    } catch (error) {
+      this.queues.clear(); // nothing of the batch is in the file: forget what it changed
+      throw error;
+    }
     const stats = this.commitStats;
     stats.busyMs += performance.now() - startedAt;
     stats.commits++;
@@ -130,8 +156,8 @@ export class SqliteWrites {
 
   private appendTransaction(append: AppendTuple): AppendOutcome {
     const [addressId, eventId, type, source, dataJson, metadataJson, dedupeKey, createdAt, capacity] = append;
-    const state = this.sql.appendState.get({ id: addressId, now: createdAt });
-    if (!state) return { status: 'address_not_found' };
+    const state = this.queueState(addressId);
+    if (!state || (state.expiresAt !== null && state.expiresAt <= createdAt)) return { status: 'address_not_found' };
     if (dedupeKey !== null) {
       const held = this.sql.eventByKey.get(addressId, dedupeKey);
       if (held) return { status: 'duplicate', event: toEvent(held) };
@@ -143,11 +169,24 @@ export class SqliteWrites {
       const oldest = this.sql.oldestAcknowledged.get(addressId);
       if (!oldest) return { status: 'queue_full' };
       this.sql.deleteEvent.run(oldest.id);
+      this.queues.delete(addressId); // low and floor may have moved: read them again next time
     }
     // Never reused: the floor covers removed events, the newest of them included.
     const sequence = Math.max(state.high ?? 0, state.floor) + 1;
     this.sql.insertEvent.run(eventId, addressId, sequence, type, source, dataJson, metadataJson, dedupeKey, createdAt);
+    state.high = sequence;
+    state.low ??= sequence;
     return { status: 'created', sequence };
+  }
+
+  private queueState(addressId: string): QueueState | undefined {
+    const known = this.queues.get(addressId);
+    if (known) return known;
+    const state = this.sql.queueState.get({ id: addressId });
+    if (!state) return undefined;
+    if (this.queues.size >= QUEUE_STATES) this.queues.delete(this.queues.keys().next().value!);
+    this.queues.set(addressId, state);
+    return state;
   }
 
   ackEvent(addressId: string, eventId: string, now: number): EventRecord | null {
@@ -160,6 +199,7 @@ export class SqliteWrites {
   }
 
   purge(now: number, retainAfter: number): PurgeResult {
+    this.queues.clear(); // events and addresses may go: every queue's bounds may move
     const expiredAddressIds: string[] = [];
     let eventsPurged = 0;
     for (;;) {
