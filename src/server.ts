@@ -93,6 +93,7 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
     { http: url, baseUrl: config.baseUrl, smtpPort, storage: storage.description },
     `Roost listening on ${url} (SMTP ${smtpPort ?? 'off'}, storage ${storage.description})`,
   );
+  logger.flush(); // out now, not with the next block of lines (see logger.ts)
 
   let closing: Promise<void> | undefined;
   const close = () =>
