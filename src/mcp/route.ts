@@ -3,17 +3,26 @@
 // stateless Streamable HTTP — a new server and transport per request (STACK.md).
 // Protocol-level failures here are JSON-RPC errors, never the REST error shape and never
 // a 5xx for a client's mistake (CONTRACT §6, last paragraph).
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RoostError } from '../core/errors.js';
 import { isJsonMediaType, mediaType, rawBody } from '../http/body.js';
 import { AddressParamsSchema } from '../http/routes/addresses.js';
 import { clientGone } from '../http/routes/common.js';
-import { buildMcpServer } from './server.js';
 
-/** JSON-RPC's own error codes plus the SDK's "server error" for transport-level refusals. */
+/** JSON-RPC 2.0's own error codes, and the SDK's "server error" for transport-level refusals. */
+const ErrorCode = { ParseError: -32700, InvalidRequest: -32600, InternalError: -32603 } as const;
 const SERVER_ERROR = -32000;
+
+/**
+ * The MCP SDK (and zod with it) is loaded by the first MCP request, not at start: it is
+ * ~25 MiB of the idle process, which a service that never sees an MCP client need not carry.
+ */
+let sdk: Promise<{ buildMcpServer: typeof import('./server.js').buildMcpServer; Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport }> | undefined;
+const loadSdk = () =>
+  (sdk ??= Promise.all([import('./server.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]).then(([server, http]) => ({
+    buildMcpServer: server.buildMcpServer,
+    Transport: http.StreamableHTTPServerTransport,
+  })));
 
 function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string, headers: Record<string, string> = {}) {
   for (const [name, value] of Object.entries(headers)) reply.header(name, value);
@@ -57,6 +66,7 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
     const parsed = parseBody(request);
     if (!parsed.ok) return jsonRpcError(reply, 400, ErrorCode.ParseError, 'Parse error: Invalid JSON');
 
+    const { buildMcpServer, Transport } = await loadSdk();
     // From here the SDK writes the response itself.
     reply.hijack();
     const server = buildMcpServer({
@@ -70,7 +80,7 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
         request.log.error({ err: error }, 'MCP tool failed');
       },
     });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.raw.on('close', () => {
       void transport.close();
       void server.close();

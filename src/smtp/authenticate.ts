@@ -4,7 +4,10 @@
 // every lookup is bounded, so a dead resolver costs seconds and records `temperror` — it
 // never holds up acceptance (CONTRACT §8: 250 only after the event is durable, and soon).
 import { promises as dns } from 'node:dns';
-import { authenticate as mailauthAuthenticate } from 'mailauth';
+
+/** mailauth (~30 MiB with its dependencies) is loaded with the first message, not at start. */
+let mailauth: Promise<typeof import('mailauth')> | undefined;
+const loadMailauth = () => (mailauth ??= import('mailauth'));
 
 /** mailauth's resolver shape: like dns.promises.resolve (TXT answers are string[][]). */
 export type DnsResolver = (name: string, rrtype: string) => Promise<unknown>;
@@ -110,12 +113,14 @@ export class Authenticator {
   }
 
   async check(input: AuthenticateInput): Promise<AuthenticationSummary> {
+    // Loading the module is not part of the DNS budget below.
+    const { authenticate: mailauthAuthenticate } = await loadMailauth();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<null>((resolve) => {
       timer = setTimeout(() => resolve(null), this.timeoutMs);
     });
     try {
-      const result = await Promise.race([this.run(input), deadline]);
+      const result = await Promise.race([this.run(mailauthAuthenticate, input), deadline]);
       return result ?? timedOut(input.sender, input.ip);
     } catch {
       // mailauth rejects only on unexpected input; an unverifiable message is not an error.
@@ -125,7 +130,7 @@ export class Authenticator {
     }
   }
 
-  private async run(input: AuthenticateInput): Promise<AuthenticationSummary> {
+  private async run(mailauthAuthenticate: (typeof import('mailauth'))['authenticate'], input: AuthenticateInput): Promise<AuthenticationSummary> {
     const result = await mailauthAuthenticate(input.raw, {
       ip: input.ip,
       helo: input.helo,

@@ -2,9 +2,13 @@
 // dedupe key. Parsing is lenient: mail is what senders make of it, and a message the
 // parser cannot make sense of is still queued (with `parse_error`), never dropped.
 import { createHash } from 'node:crypto';
-import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
+import type { AddressObject, ParsedMail } from 'mailparser';
 import { IDEMPOTENCY_KEY_PATTERN } from '../core/limits.js';
 import { headerValue } from './encoded-words.js';
+
+/** mailparser is loaded with the first message, not at start (a service may never get mail). */
+let mailparser: Promise<typeof import('mailparser')> | undefined;
+const loadMailparser = () => (mailparser ??= import('mailparser'));
 
 export interface EmailAddress {
   address: string;
@@ -93,6 +97,7 @@ function dedupeKeyFor(messageId: string | null, raw: Buffer): string {
 export async function parseEmail(raw: Buffer): Promise<ParsedEmail> {
   let mail: ParsedMail;
   try {
+    const { simpleParser } = await loadMailparser();
     mail = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
   } catch (err) {
     const data: EmailData = {
