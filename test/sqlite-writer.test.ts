@@ -80,7 +80,10 @@ describe('SQLite writer thread', () => {
     assert.deepEqual((await storage.listEvents(a.id, 0, 100)).events, []);
   });
 
-  test('when the writer thread is gone, every write and ping fails instead of hanging', async () => {
+  test('when the writer thread is gone, every write and ping fails instead of hanging, and it is logged', async () => {
+    const fatal: unknown[] = [];
+    await storage.close();
+    storage = new SqliteStorage(join(dir, 'roost.db'), { logger: { fatal: (...args: unknown[]) => void fatal.push(args) } as never });
     const a = address();
     await storage.insertAddress(a);
     const writer = (storage as unknown as { writer: Worker }).writer;
@@ -94,6 +97,18 @@ describe('SQLite writer thread', () => {
     await assert.rejects(storage.appendEvent(event(a.id), 1000), /writer thread/);
     await assert.rejects(storage.ackUpTo(a.id, 1, Date.now()), /writer thread/);
     await assert.rejects(storage.ping(), /writer thread/);
+    assert.equal(fatal.length, 1, 'logged once, at fatal');
+  });
+
+  test('a normal close stops the writer thread without reporting it', async () => {
+    const fatal: unknown[] = [];
+    await storage.close();
+    storage = new SqliteStorage(join(dir, 'roost.db'), { logger: { fatal: (...args: unknown[]) => void fatal.push(args) } as never });
+    const a = address();
+    await storage.insertAddress(a);
+    await storage.appendEvent(event(a.id), 1000);
+    await storage.close();
+    assert.deepEqual(fatal, []);
   });
 
   test('an in-memory database is refused with a clear error (two connections share the file)', () => {

@@ -10,5 +10,5 @@ export async function openStorage(config: Config, logger?: Logger): Promise<Stor
     const { PostgresStorage } = await import('./postgres.js');
     return PostgresStorage.open(config, logger);
   }
-  return new SqliteStorage(config.dbPath);
+  return new SqliteStorage(config.dbPath, { logger });
 }

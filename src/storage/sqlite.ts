@@ -5,6 +5,7 @@
 // one fsync (group commit). Each caller's promise resolves only after the COMMIT that holds
 // its write, so "202 means durable" holds per request, and a read started after that sees it.
 import type Database from 'better-sqlite3';
+import type { Logger } from 'pino';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -70,6 +71,8 @@ export interface SqliteOptions {
   synchronous?: Synchronous;
   /** Turn group commit off (one transaction per append) for comparison in benchmarks. */
   groupCommit?: boolean;
+  /** Told if the writer thread stops unexpectedly (every write fails from then on, /readyz too). */
+  logger?: Pick<Logger, 'fatal'>;
 }
 
 export class SqliteStorage implements Storage {
@@ -99,6 +102,7 @@ export class SqliteStorage implements Storage {
    * expiry itself is checked against `now` on every hit, as the SQL does.
    */
   private readonly addressCache = new Map<string, AddressRecord>();
+  private readonly logger: SqliteOptions['logger'];
   private readonly sql;
 
   constructor(path: string, options: SqliteOptions = {}) {
@@ -129,6 +133,7 @@ export class SqliteStorage implements Storage {
     this.writer.on('message', (reply: WriteReply) => this.settle(reply));
     this.writer.on('error', (error) => this.writerGone(error));
     this.writer.on('exit', (code) => this.writerGone(new Error(`the SQLite writer thread exited (code ${code})`)));
+    this.logger = options.logger;
   }
 
   private settle(reply: WriteReply): void {
@@ -141,6 +146,7 @@ export class SqliteStorage implements Storage {
   }
 
   private writerGone(error: Error): void {
+    if (!this.writerFailure && !this.closing) this.logger?.fatal({ err: error }, 'the SQLite writer thread stopped: writes fail until Roost is restarted');
     this.writerFailure ??= error;
     for (const waiting of this.inFlight.values()) waiting.reject(this.writerFailure);
     this.inFlight.clear();
