@@ -4,7 +4,7 @@ import pino, { type DestinationStream, type Logger } from 'pino';
 import { redactUrl } from './http/redact.js';
 
 /** The longest a log line waits in the buffer before it is written. */
-export const LOG_FLUSH_MS = 100;
+const LOG_FLUSH_MS = 100;
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
