@@ -4,7 +4,7 @@
 //
 //   npm run bench                     the full run (a few minutes on 2 cores)
 //   npm run bench -- --quick          a smoke run of a few seconds per figure
-//   npm run bench -- --only ingest,wake,polls,reading,smtp,prefilled
+//   npm run bench -- --only ingest,wake,polls,reading,smtp,prefilled,postgres
 //   npm run bench -- --profile DIR    also write CPU profiles of Roost in each measured phase
 //   npm run bench -- --no-references  ingest without its reference runs (LOG_LEVEL=warn, no group commit, NORMAL)
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -20,6 +20,7 @@ import { describeMachine, loadAverage } from './machine.js';
 import { compileServers, startChild, type BenchChild } from './processes.js';
 import { measureReading, pagePaths, PAGE_SIZE } from './reading.js';
 import { prefill } from './prefill.js';
+import { postgresVersion, withBenchDatabase } from './postgres.js';
 import { measureSmtp, type SmtpResult } from './smtp.js';
 import { measureWake } from './wake.js';
 
@@ -34,7 +35,7 @@ const { values } = parseArgs({
 });
 const quick = values.quick!;
 const connections = Number(values.connections);
-const ALL = ['ingest', 'wake', 'polls', 'reading', 'smtp', 'prefilled'];
+const ALL = ['ingest', 'wake', 'polls', 'reading', 'smtp', 'prefilled', 'postgres'];
 const only = new Set(values.only ? values.only.split(',') : ALL);
 const timing = quick ? { durationS: 3, warmupS: 1 } : { durationS: 10, warmupS: 3 };
 const INGEST_ADDRESSES = quick ? 200 : 1000;
@@ -126,7 +127,7 @@ async function main(): Promise<void> {
   const baseline = await start('bench/baseline.ts', { args: only.has('smtp') ? ['--smtp'] : [] });
 
   let bare: LoadResult | undefined;
-  if (only.has('ingest') || only.has('prefilled')) {
+  if (only.has('ingest') || only.has('prefilled') || only.has('postgres')) {
     report(`Ingest: small JSON deliveries rotating across ${INGEST_ADDRESSES} inbox URLs`);
     bare = await measureIngest(baseline.url, baselineInboxes(INGEST_ADDRESSES), { connections, ...timing });
     report(loadLine('baseline: bare Fastify, parse + 202', bare));
@@ -156,6 +157,23 @@ async function main(): Promise<void> {
     } finally {
       await stop(roost);
     }
+    report('');
+  }
+
+  if (only.has('postgres')) {
+    // The scale-out engine on this machine: every append is its own transaction (row lock on
+    // the address, NOTIFY on commit); PostgreSQL shares WAL flushes between concurrent commits.
+    const outcome = await withBenchDatabase(async (url) => {
+      const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), { DATABASE_URL: url }) });
+      try {
+        const addresses = await createAddresses(roost.url, INGEST_ADDRESSES);
+        return await profiled(roost, 'postgres', () => measureIngest(roost.url, addresses, { connections, ...timing }));
+      } finally {
+        await stop(roost);
+      }
+    });
+    if (outcome.ok) report(loadLine(`Roost on PostgreSQL ${(await postgresVersion()).split(' ')[0]}, same machine`, outcome.value, 'req/s', bare));
+    else report(`Roost on PostgreSQL: skipped, ${outcome.reason}`);
     report('');
   }
 

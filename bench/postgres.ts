@@ -1,0 +1,37 @@
+// A throwaway PostgreSQL database for the scale-out figure, on the server at
+// ROOST_BENCH_DATABASE_URL (default: the local one the tests use), dropped afterwards.
+// Without a reachable server the figure is skipped with the reason, not failed.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+const ADMIN_URL = process.env.ROOST_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Runs `work` with the URL of a fresh database; returns why not when there is no server. */
+export async function withBenchDatabase<T>(work: (url: string) => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; reason: string }> {
+  const name = `roost_bench_${randomBytes(6).toString('hex')}`;
+  try {
+    await admin((client) => client.query(`CREATE DATABASE ${name}`));
+  } catch (error) {
+    return { ok: false, reason: `no PostgreSQL at ${new URL(ADMIN_URL).host} (${(error as Error).message})` };
+  }
+  try {
+    const url = new URL(ADMIN_URL);
+    url.pathname = `/${name}`;
+    return { ok: true, value: await work(url.toString()) };
+  } finally {
+    await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  }
+}
+
+/** The server's version, for the report. */
+export const postgresVersion = () => admin(async (client) => (await client.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version);
