@@ -2,9 +2,12 @@
 // writer thread (every write, group commit): batching, ordering against deletes, the cache
 // after a delete, and what callers see when the writer thread is gone. Real files.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import { newEventId } from '../src/core/secrets.js';
@@ -109,6 +112,28 @@ describe('SQLite writer thread', () => {
     await storage.appendEvent(event(a.id), 1000);
     await storage.close();
     assert.deepEqual(fatal, []);
+  });
+
+  test('one process per file: a second storage on it is refused until the first closes', async () => {
+    assert.throws(() => new SqliteStorage(join(dir, 'roost.db')), /another Roost process is using .*roost\.db/);
+    await storage.close();
+    storage = new SqliteStorage(join(dir, 'roost.db'));
+    assert.ok(await storage.ping().then(() => true));
+  });
+
+  test('one process per file: `roost serve` on a file in use exits at once with the reason', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+      cwd: fileURLToPath(new URL('..', import.meta.url)),
+      env: { PATH: process.env.PATH ?? '', PORT: '0', ROOST_SMTP_PORT: '0', ROOST_DB: join(dir, 'roost.db') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    assert.notEqual(code, 0);
+    assert.match(output, /another Roost process is using/);
+    assert.doesNotMatch(output, /Roost listening/);
   });
 
   test('an in-memory database is refused with a clear error (two connections share the file)', () => {

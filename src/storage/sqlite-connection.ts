@@ -23,3 +23,26 @@ export function migrate(db: Database.Database): void {
   });
   for (const migration of SQLITE_MIGRATIONS) if (!applied.has(migration.version)) apply.immediate(migration);
 }
+
+/**
+ * Holds `${path}.lock` exclusively for as long as this process runs, so that a second Roost
+ * process pointed at the same file stops at start with a clear error. One process per file
+ * is what the design rests on: the writer thread keeps each queue's bounds in memory, and
+ * the event loop caches addresses. SQLite's own file lock does the work (an exclusive
+ * transaction on a file of its own), so the operating system releases it when the process
+ * ends, however it ends.
+ */
+export function lockForThisProcess(path: string): Database.Database {
+  const lock = new Database(`${path}.lock`);
+  try {
+    lock.pragma('busy_timeout = 0');
+    lock.exec('BEGIN EXCLUSIVE');
+  } catch (error) {
+    lock.close();
+    if ((error as { code?: string }).code === 'SQLITE_BUSY') {
+      throw new Error(`another Roost process is using ${path}: one process per SQLite file (run several instances on PostgreSQL)`);
+    }
+    throw error;
+  }
+  return lock;
+}

@@ -10,7 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { EVENT_COLUMNS, insertedEvent, toAddress, type AddressRow } from './rows.js';
-import { migrate, openSqlite, type Synchronous } from './sqlite-connection.js';
+import { lockForThisProcess, migrate, openSqlite, type Synchronous } from './sqlite-connection.js';
 import type { CallableWrite, WireError, WriteReply, WriteRequest, WriterOptions } from './sqlite-writer.js';
 import { toAppendTuple, type AppendOutcome, type CommitStats } from './sqlite-writes.js';
 import type {
@@ -78,6 +78,8 @@ export interface SqliteOptions {
 export class SqliteStorage implements Storage {
   readonly engine = 'sqlite' as const;
   readonly description: string;
+  /** Held while this storage is open: no second process may use the file (lockForThisProcess). */
+  private readonly processLock: Database.Database;
   /** The event loop's connection: reads only (migrations aside, run before the writer starts). */
   private readonly db: Database.Database;
   private readonly writer: Worker;
@@ -109,31 +111,37 @@ export class SqliteStorage implements Storage {
     // Two connections (this one and the writer's) share the file: an in-memory database cannot.
     if (path === ':memory:' || path === '') throw new Error('the SQLite storage needs a file path (ROOST_DB), not an in-memory database');
     mkdirSync(dirname(path), { recursive: true });
-    this.description = `sqlite:${path}`;
-    this.groupCommit = options.groupCommit ?? true;
-    const synchronous = options.synchronous ?? 'FULL';
-    this.db = openSqlite(path, synchronous);
-    migrate(this.db);
-    const db = this.db;
-    this.sql = {
-      addressById: db.prepare<{ id: string; now: number }, AddressRow>(`SELECT * FROM addresses WHERE id = @id AND ${LIVE}`),
-      addressBySlug: db.prepare<{ slug: string; now: number }, AddressRow>(`SELECT * FROM addresses WHERE slug = @slug AND ${LIVE}`),
-      countEvents: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_id = ?'),
-      anyAcknowledged: db.prepare<[string], { one: number }>(
-        'SELECT 1 AS one FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL LIMIT 1',
-      ),
-      // Rows as arrays, in EVENT_COLUMNS order: a page is up to 101 rows, and an object
-      // per row made better-sqlite3 ~35% slower on this query (see pageRowToEvent).
-      page: db.prepare<[string, number, number], EventTuple>(
-        `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
-      ).raw(true),
-      ping: db.prepare('SELECT 1'),
-    };
-    this.writer = startWriter({ path, synchronous, groupCommit: this.groupCommit });
-    this.writer.on('message', (reply: WriteReply) => this.settle(reply));
-    this.writer.on('error', (error) => this.writerGone(error));
-    this.writer.on('exit', (code) => this.writerGone(new Error(`the SQLite writer thread exited (code ${code})`)));
-    this.logger = options.logger;
+    this.processLock = lockForThisProcess(path);
+    try {
+      this.description = `sqlite:${path}`;
+      this.groupCommit = options.groupCommit ?? true;
+      const synchronous = options.synchronous ?? 'FULL';
+      this.db = openSqlite(path, synchronous);
+      migrate(this.db);
+      const db = this.db;
+      this.sql = {
+        addressById: db.prepare<{ id: string; now: number }, AddressRow>(`SELECT * FROM addresses WHERE id = @id AND ${LIVE}`),
+        addressBySlug: db.prepare<{ slug: string; now: number }, AddressRow>(`SELECT * FROM addresses WHERE slug = @slug AND ${LIVE}`),
+        countEvents: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_id = ?'),
+        anyAcknowledged: db.prepare<[string], { one: number }>(
+          'SELECT 1 AS one FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL LIMIT 1',
+        ),
+        // Rows as arrays, in EVENT_COLUMNS order: a page is up to 101 rows, and an object
+        // per row made better-sqlite3 ~35% slower on this query (see pageRowToEvent).
+        page: db.prepare<[string, number, number], EventTuple>(
+          `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
+        ).raw(true),
+        ping: db.prepare('SELECT 1'),
+      };
+      this.writer = startWriter({ path, synchronous, groupCommit: this.groupCommit });
+      this.writer.on('message', (reply: WriteReply) => this.settle(reply));
+      this.writer.on('error', (error) => this.writerGone(error));
+      this.writer.on('exit', (code) => this.writerGone(new Error(`the SQLite writer thread exited (code ${code})`)));
+      this.logger = options.logger;
+    } catch (error) {
+      this.processLock.close(); // a storage that did not open holds nothing
+      throw error;
+    }
   }
 
   private settle(reply: WriteReply): void {
@@ -269,6 +277,7 @@ export class SqliteStorage implements Storage {
         await exited;
       }
       this.db.close();
+      this.processLock.close(); // rolls the lock's transaction back: the file is free
     })();
     return this.closing;
   }
