@@ -31,7 +31,7 @@ export type WriteReply =
   | { id: number; ok: true; value: unknown; stats?: SqliteWrites['commitStats'] }
   | { id: number; ok: false; error: WireError };
 
-export const toWireError = (error: unknown): WireError => ({
+const toWireError = (error: unknown): WireError => ({
   message: error instanceof Error ? error.message : String(error),
   code: (error as { code?: unknown })?.code === undefined ? undefined : String((error as { code?: unknown }).code),
 });
