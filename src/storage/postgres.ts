@@ -3,9 +3,12 @@
 // - the append transaction locks the address row by bumping `last_sequence`, so appends
 //   to one address queue behind each other across instances: gapless sequences, one
 //   winner per idempotency key (a unique index backs it up), capacity and eviction;
-// - appends and deletes `NOTIFY roost_wake, '<addressId>'` inside their transaction
-//   (delivered on commit only); each instance keeps one LISTEN connection, outside the
-//   pool, that feeds onExternalChange so that polls held anywhere wake;
+// - a committed append is announced with `NOTIFY roost_wake, '<addressId>'` right after
+//   its commit, batched per turn of the event loop (not inside the append's transaction:
+//   a NOTIFY takes a database-wide lock through its transaction's commit, which would make
+//   every append commit, and wait for its WAL flush, one at a time); deletes and expiries
+//   NOTIFY inside their transaction. Each instance keeps one LISTEN connection, outside
+//   the pool, that feeds onExternalChange so that polls held anywhere wake;
 // - the create rate-limit bucket is a row, taken under its row lock, so all instances
 //   share one bucket per client (CONTRACT §9);
 // - purges run on one instance at a time (a session advisory lock; others skip).
@@ -82,9 +85,9 @@ const SQL = {
     inserted AS (
       INSERT INTO events (${EVENT_COLUMNS})
       SELECT $1, $2, last_sequence, $3, $4, $5, $6, $7, $8, NULL FROM bumped
-      RETURNING address_id, sequence
+      RETURNING sequence
     )
-    SELECT sequence, pg_notify('${WAKE_CHANNEL}', address_id) AS notified FROM inserted`,
+    SELECT sequence FROM inserted`,
 
   // The full append transaction, in order. The UPDATE takes the address row lock (held until
   // COMMIT) and hands out the next sequence; it finds no row when the address is unknown,
@@ -101,15 +104,10 @@ const SQL = {
             ORDER BY sequence LIMIT 1) AS oldest_acknowledged
     FROM events WHERE address_id = $1`,
   evict: 'DELETE FROM events WHERE id = $1',
-  // NOTIFY in the same transaction: other instances hear of the event only once it is
-  // committed, and never of one that rolled back.
-  insertEvent: `
-    WITH inserted AS (
-      INSERT INTO events (${EVENT_COLUMNS})
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)
-      RETURNING address_id
-    )
-    SELECT pg_notify('${WAKE_CHANNEL}', address_id) FROM inserted`,
+  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)`,
+  // The wake-ups of the appends committed in one turn of the event loop, sent after their
+  // commits in a transaction of their own (see the top of this file).
+  announce: `SELECT pg_notify('${WAKE_CHANNEL}', id) FROM unnest($1::text[]) AS id`,
 
   hasRoom: `
     SELECT count(*) < $2 OR EXISTS (
@@ -322,6 +320,9 @@ export class PostgresStorage implements Storage {
   private readonly changeListeners = new Set<(addressId: string) => void>();
   private lastBucketCleanup = 0;
   private closing: Promise<void> | undefined;
+  /** Addresses with an append committed in this turn, to be announced to other instances. */
+  private toAnnounce = new Set<string>();
+  private announcing: Promise<void> = Promise.resolve();
 
   /** Connects, migrates (safely when several instances start together) and starts listening. */
   static async open(config: Config, logger?: Logger): Promise<PostgresStorage> {
@@ -338,7 +339,7 @@ export class PostgresStorage implements Storage {
     return storage;
   }
 
-  private constructor(config: Config, logger?: Logger) {
+  private constructor(config: Config, private readonly logger?: Logger) {
     if (!config.databaseUrl) throw new Error('PostgresStorage needs DATABASE_URL');
     this.description = describe(config.databaseUrl);
     const connection: pg.ClientConfig = {
@@ -475,13 +476,18 @@ export class PostgresStorage implements Storage {
         input.eventId, input.addressId, input.type, input.source, input.dataJson, input.metadataJson, input.dedupeKey,
         input.createdAt, capacity,
       ]);
-      if (rows[0]) return { status: 'created', event: insertedEvent(input, rows[0].sequence) };
+      if (rows[0]) {
+        this.announce(input.addressId);
+        return { status: 'created', event: insertedEvent(input, rows[0].sequence) };
+      }
     } catch (error) {
       if (!isUniqueViolation(error, 'events_by_dedupe_key')) throw error;
     }
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.transaction((db) => this.appendTransaction(db, input, capacity));
+        const result = await this.transaction((db) => this.appendTransaction(db, input, capacity));
+        if (result.status === 'created') this.announce(input.addressId);
+        return result;
       } catch (error) {
         // The row lock already serialises appends to one address, so the key's unique
         // index should never fire; if it does, the other writer won: run again to return
@@ -516,6 +522,27 @@ export class PostgresStorage implements Storage {
       input.dedupeKey, input.createdAt,
     ]);
     return { commit: { status: 'created', event: insertedEvent(input, sequence) } };
+  }
+
+  /**
+   * Tells the other instances that `addressId` has a new event, once its append has
+   * committed. The wake-ups of one turn go out in one statement. A wake-up carries no data
+   * and a lost one costs latency, never correctness: should this one fail (or the process
+   * die first), polls held elsewhere answer at their timeout and find the event then.
+   */
+  private announce(addressId: string): void {
+    if (this.toAnnounce.size === 0) setImmediate(() => this.sendAnnouncements());
+    this.toAnnounce.add(addressId);
+  }
+
+  private sendAnnouncements(): void {
+    const ids = [...this.toAnnounce];
+    this.toAnnounce.clear();
+    if (ids.length === 0 || this.closing) return;
+    this.announcing = this.query(SQL.announce, [ids]).then(
+      () => undefined,
+      (error) => this.logger?.warn({ err: error, addresses: ids.length }, 'could not announce new events to other instances; their polls answer at their timeout'),
+    );
   }
 
   async hasRoom(addressId: string, capacity: number): Promise<boolean> {
@@ -616,10 +643,15 @@ export class PostgresStorage implements Storage {
   }
 
   close(): Promise<void> {
-    this.closing ??= (async () => {
-      await this.listener.stop();
-      await this.pool.end();
-    })();
+    if (!this.closing) {
+      this.sendAnnouncements(); // the last appends' wake-ups still go out
+      const announced = this.announcing;
+      this.closing = (async () => {
+        await announced;
+        await this.listener.stop();
+        await this.pool.end();
+      })();
+    }
     return this.closing;
   }
 }
