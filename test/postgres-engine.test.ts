@@ -86,6 +86,29 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       await db?.drop();
     });
 
+    test('prepared statements survive a column added by another instance (a rolling deploy)', async () => {
+      // Statements are prepared once per pooled connection; one that selected * would fail
+      // with "cached plan must not change result type" after a migration elsewhere.
+      const a = address();
+      await storage.insertAddress(a);
+      await Promise.all(Array.from({ length: 12 }, () => storage.getAddress(a.id, Date.now()))); // prepared on every connection
+      assert.ok((await storage.appendEvent(event(a.id), 1000)).status === 'created');
+      await withClient(db.url, async (c) => {
+        await c.query('ALTER TABLE addresses ADD COLUMN added_by_a_later_version text');
+        await c.query('ALTER TABLE events ADD COLUMN added_by_a_later_version text');
+      });
+      try {
+        for (let i = 0; i < 12; i++) assert.equal((await storage.getAddress(a.id, Date.now()))?.id, a.id);
+        assert.equal((await storage.appendEvent(event(a.id), 1000)).status, 'created');
+        assert.equal((await storage.listEvents(a.id, 0, 10)).events.length, 2);
+      } finally {
+        await withClient(db.url, async (c) => {
+          await c.query('ALTER TABLE addresses DROP COLUMN added_by_a_later_version');
+          await c.query('ALTER TABLE events DROP COLUMN added_by_a_later_version');
+        });
+      }
+    });
+
     test('appends keep data text verbatim, allocate gapless sequences, and roll a duplicate back', async () => {
       const a = address();
       assert.equal(await storage.insertAddress(a), 'ok');

@@ -14,6 +14,9 @@ export interface EventRow {
 
 export const EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
 
+/** The columns of AddressRow, for queries that name them. */
+export const ADDRESS_COLUMNS = 'id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest';
+
 export const toAddress = (row: AddressRow): AddressRecord => ({
   id: row.id,
   slug: row.slug,
