@@ -8,7 +8,8 @@ import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { ADVISORY_LOCKS, PostgresStorage } from '../src/storage/postgres.js';
 import { PG_MIGRATIONS } from '../src/storage/postgres-migrations.js';
-import type { AddressRecord, AppendInput } from '../src/storage/storage.js';
+import type { AppendInput } from '../src/storage/storage.js';
+import { addressRecord, appendInput } from './helpers/records.js';
 import { eventually } from './helpers/engines.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
 import { ADMIN_URL, createTestDatabase, postgresSkipReason, withClient, type TestDatabase } from './helpers/postgres.js';
@@ -19,37 +20,9 @@ const skip = await postgresSkipReason();
 const openStorage = (url: string, env: Record<string, string> = {}) =>
   PostgresStorage.open(loadConfig({ DATABASE_URL: url, ...env }));
 
-let counter = 0;
-function address(overrides: Partial<AddressRecord> = {}): AddressRecord {
-  counter++;
-  return {
-    id: `addr_engine${counter}_${Math.random().toString(36).slice(2)}`,
-    slug: `engine-${counter}-${Math.random().toString(36).slice(2)}`,
-    name: 'Engine test',
-    taskId: null,
-    email: `engine-${counter}@localhost`,
-    createdAt: Date.now(),
-    expiresAt: null,
-    readTokenDigest: 'a'.repeat(64),
-    ingressSecretDigest: 'b'.repeat(64),
-    ...overrides,
-  };
-}
-
-function event(addressId: string, overrides: Partial<AppendInput> = {}): AppendInput {
-  counter++;
-  return {
-    addressId,
-    eventId: `evt_engine${counter}_${Math.random().toString(36).slice(2)}`,
-    type: 'message.received',
-    source: 'https',
-    dataJson: '{"b":1,"a":2}',
-    metadataJson: null,
-    dedupeKey: null,
-    createdAt: Date.now(),
-    ...overrides,
-  };
-}
+const address = addressRecord;
+// Key order kept as delivered is part of what the engine is checked for.
+const event = (addressId: string, overrides: Partial<AppendInput> = {}) => appendInput(addressId, { dataJson: '{"b":1,"a":2}', ...overrides });
 
 /** Resolves with the poll's response, or with 'not woken' if nothing answers in `ms`. */
 function within<T>(promise: Promise<T>, ms: number): Promise<T | 'not woken'> {

@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { newEventId } from '../src/core/secrets.js';
 import { SqliteStorage } from '../src/storage/sqlite.js';
 import type { AddressRecord } from '../src/storage/storage.js';
+import { addressRecord, appendInput } from './helpers/records.js';
 
 const CAPACITY = 4;
 const ADDRESSES = 3;
@@ -40,21 +40,7 @@ interface ModelQueue {
   events: Array<{ id: string; sequence: number; acked: boolean; old: boolean }>;
 }
 
-let counter = 0;
-function newAddress(): AddressRecord {
-  counter++;
-  return {
-    id: `addr_model${counter}_${Math.random().toString(36).slice(2)}`,
-    slug: `model-${counter}-${Math.random().toString(36).slice(2)}`,
-    name: 'Model test',
-    taskId: null,
-    email: `model-${counter}@localhost`,
-    createdAt: NOW - 60 * DAY,
-    expiresAt: null,
-    readTokenDigest: 'a'.repeat(64),
-    ingressSecretDigest: 'b'.repeat(64),
-  };
-}
+const newAddress = () => addressRecord({ createdAt: NOW - 60 * DAY });
 
 async function checkQueues(storage: SqliteStorage, queues: ModelQueue[], deleted: AddressRecord[]): Promise<void> {
   for (const q of queues) {
@@ -89,13 +75,7 @@ describe('SQLite caches against a model (writer queue state, address cache)', ()
               // All in flight at once, so that they share commits; the model only counts.
               const results = await Promise.all(
                 Array.from({ length: s.count }, () =>
-                  storage.appendEvent(
-                    {
-                      addressId: q.record.id, eventId: newEventId(), type: 't', source: 'https', dataJson: '{}',
-                      metadataJson: null, dedupeKey: null, createdAt: s.old ? NOW - 40 * DAY : NOW,
-                    },
-                    CAPACITY,
-                  ),
+                  storage.appendEvent(appendInput(q.record.id, { createdAt: s.old ? NOW - 40 * DAY : NOW }), CAPACITY),
                 ),
               );
               for (const r of results) {
@@ -140,10 +120,7 @@ describe('SQLite caches against a model (writer queue state, address cache)', ()
           await checkQueues(storage, queues, deleted);
           for (const q of queues) {
             if (q.events.length === CAPACITY && q.events.every((e) => !e.acked)) continue;
-            const r = await storage.appendEvent(
-              { addressId: q.record.id, eventId: newEventId(), type: 't', source: 'https', dataJson: '{}', metadataJson: null, dedupeKey: null, createdAt: NOW },
-              CAPACITY,
-            );
+            const r = await storage.appendEvent(appendInput(q.record.id, { createdAt: NOW }), CAPACITY);
             assert.equal(r.status === 'created' && r.event.sequence, q.lastGiven + 1, 'after reopening, sequences go on from the highest ever given out');
           }
         } finally {

@@ -10,36 +10,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
-import { newEventId } from '../src/core/secrets.js';
 import { SqliteStorage } from '../src/storage/sqlite.js';
-import type { AddressRecord, AppendInput } from '../src/storage/storage.js';
+import { addressRecord, appendInput } from './helpers/records.js';
 
-let counter = 0;
-function address(): AddressRecord {
-  counter++;
-  return {
-    id: `addr_writer${counter}_${Math.random().toString(36).slice(2)}`,
-    slug: `writer-${counter}-${Math.random().toString(36).slice(2)}`,
-    name: 'Writer test',
-    taskId: null,
-    email: `writer-${counter}@localhost`,
-    createdAt: Date.now(),
-    expiresAt: null,
-    readTokenDigest: 'a'.repeat(64),
-    ingressSecretDigest: 'b'.repeat(64),
-  };
-}
-
-const event = (addressId: string, dataJson = '{}'): AppendInput => ({
-  addressId,
-  eventId: newEventId(),
-  type: 'message.received',
-  source: 'https',
-  dataJson,
-  metadataJson: null,
-  dedupeKey: null,
-  createdAt: Date.now(),
-});
+const event = (addressId: string, dataJson = '{}') => appendInput(addressId, { dataJson });
 
 describe('SQLite writer thread', () => {
   let dir: string;
@@ -48,13 +22,20 @@ describe('SQLite writer thread', () => {
     dir = mkdtempSync(join(tmpdir(), 'roost-writer-'));
     storage = new SqliteStorage(join(dir, 'roost.db'));
   });
+  /** Reopens the storage with a logger that records its fatal lines, and returns them. */
+  async function reopenRecordingFatal(): Promise<unknown[]> {
+    const fatal: unknown[] = [];
+    await storage.close();
+    storage = new SqliteStorage(join(dir, 'roost.db'), { logger: { fatal: (...args: unknown[]) => void fatal.push(args) } });
+    return fatal;
+  }
   afterEach(async () => {
     await storage.close().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   });
 
   test('appends made in one turn share one commit, and each resolves with its own sequence', async () => {
-    const a = address();
+    const a = addressRecord();
     await storage.insertAddress(a);
     const before = { ...storage.commitStats };
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => storage.appendEvent(event(a.id, String(i)), 1000)));
@@ -67,7 +48,7 @@ describe('SQLite writer thread', () => {
   });
 
   test('appends sent before a delete land first and go with it; the cache does not outlive the delete', async () => {
-    const a = address();
+    const a = addressRecord();
     await storage.insertAddress(a);
     assert.ok(await storage.getAddress(a.id, Date.now()));
     const appends = Array.from({ length: 10 }, () => storage.appendEvent(event(a.id), 1000));
@@ -84,10 +65,8 @@ describe('SQLite writer thread', () => {
   });
 
   test('when the writer thread is gone, every write and ping fails instead of hanging, and it is logged', async () => {
-    const fatal: unknown[] = [];
-    await storage.close();
-    storage = new SqliteStorage(join(dir, 'roost.db'), { logger: { fatal: (...args: unknown[]) => void fatal.push(args) } as never });
-    const a = address();
+    const fatal = await reopenRecordingFatal();
+    const a = addressRecord();
     await storage.insertAddress(a);
     const writer = (storage as unknown as { writer: Worker }).writer;
     const inFlight = storage.appendEvent(event(a.id), 1000);
@@ -104,10 +83,8 @@ describe('SQLite writer thread', () => {
   });
 
   test('a normal close stops the writer thread without reporting it', async () => {
-    const fatal: unknown[] = [];
-    await storage.close();
-    storage = new SqliteStorage(join(dir, 'roost.db'), { logger: { fatal: (...args: unknown[]) => void fatal.push(args) } as never });
-    const a = address();
+    const fatal = await reopenRecordingFatal();
+    const a = addressRecord();
     await storage.insertAddress(a);
     await storage.appendEvent(event(a.id), 1000);
     await storage.close();

@@ -13,43 +13,16 @@ import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { loadConfig } from '../src/config.js';
 import { newEventId } from '../src/core/secrets.js';
+import { addressRecord, appendInput } from './helpers/records.js';
 import { PostgresStorage } from '../src/storage/postgres.js';
 import { SqliteStorage } from '../src/storage/sqlite.js';
 import { SQLITE_MIGRATIONS } from '../src/storage/sqlite-migrations.js';
-import type { AddressRecord, AppendInput, Storage } from '../src/storage/storage.js';
+import type { Storage } from '../src/storage/storage.js';
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from './helpers/postgres.js';
 
 const DAY = 86_400_000;
-let counter = 0;
-
-function address(): AddressRecord {
-  counter++;
-  return {
-    id: `addr_seq${counter}_${Math.random().toString(36).slice(2)}`,
-    slug: `seq-${counter}-${Math.random().toString(36).slice(2)}`,
-    name: 'Sequence test',
-    taskId: null,
-    email: `seq-${counter}@localhost`,
-    createdAt: Date.now(),
-    expiresAt: null,
-    readTokenDigest: 'a'.repeat(64),
-    ingressSecretDigest: 'b'.repeat(64),
-  };
-}
-
-const event = (addressId: string, createdAt = Date.now()): AppendInput => ({
-  addressId,
-  eventId: newEventId(),
-  type: 'message.received',
-  source: 'https',
-  dataJson: '{}',
-  metadataJson: null,
-  dedupeKey: null,
-  createdAt,
-});
-
 async function append(storage: Storage, addressId: string, capacity: number, createdAt?: number): Promise<number> {
-  const result = await storage.appendEvent(event(addressId, createdAt), capacity);
+  const result = await storage.appendEvent(appendInput(addressId, createdAt === undefined ? {} : { createdAt }), capacity);
   assert.equal(result.status, 'created');
   return (result as { event: { sequence: number } }).event.sequence;
 }
@@ -96,7 +69,7 @@ for (const engine of engines) {
 
     test('evicting the newest event (the only acknowledged one) does not hand its sequence out again', async () => {
       const { storage } = opened;
-      const a = address();
+      const a = addressRecord();
       await storage.insertAddress(a);
       for (let i = 1; i <= 3; i++) assert.equal(await append(storage, a.id, 3), i);
       const newest = (await storage.listEvents(a.id, 2, 1)).events[0];
@@ -111,7 +84,7 @@ for (const engine of engines) {
 
     test('after retention has purged the whole queue, sequences go on from the last one', async () => {
       const { storage } = opened;
-      const a = address();
+      const a = addressRecord();
       await storage.insertAddress(a);
       const old = Date.now() - 40 * DAY;
       for (let i = 1; i <= 5; i++) assert.equal(await append(storage, a.id, 1000, old), i);
@@ -124,7 +97,7 @@ for (const engine of engines) {
 
     test('a queue turned over completely by evictions keeps counting up', async () => {
       const { storage } = opened;
-      const a = address();
+      const a = addressRecord();
       await storage.insertAddress(a);
       let expected = 0;
       for (let round = 0; round < 4; round++) {
@@ -147,7 +120,7 @@ describe('SQLite: a version-1 file is upgraded in place (migration 2)', () => {
       v1.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
       v1.exec(SQLITE_MIGRATIONS[0].sql);
       v1.prepare('INSERT INTO schema_migrations VALUES (1, ?, ?)').run(SQLITE_MIGRATIONS[0].name, Date.now());
-      const a = address();
+      const a = addressRecord();
       v1.prepare(
         `INSERT INTO addresses (id, slug, name, email, created_at, read_token_digest, ingress_secret_digest, last_sequence)
          VALUES (?, ?, ?, ?, ?, ?, ?, 7)`,

@@ -112,11 +112,12 @@ export class SqliteStorage implements Storage {
     if (path === ':memory:' || path === '') throw new Error('the SQLite storage needs a file path (ROOST_DB), not an in-memory database');
     mkdirSync(dirname(path), { recursive: true });
     this.processLock = lockForThisProcess(path);
+    let opened: Database.Database | undefined;
     try {
       this.description = `sqlite:${path}`;
       this.groupCommit = options.groupCommit ?? true;
       const synchronous = options.synchronous ?? 'FULL';
-      this.db = openSqlite(path, synchronous);
+      this.db = opened = openSqlite(path, synchronous);
       migrate(this.db);
       const db = this.db;
       this.sql = {
@@ -139,7 +140,9 @@ export class SqliteStorage implements Storage {
       this.writer.on('exit', (code) => this.writerGone(new Error(`the SQLite writer thread exited (code ${code})`)));
       this.logger = options.logger;
     } catch (error) {
-      this.processLock.close(); // a storage that did not open holds nothing
+      // A storage that did not open holds nothing: not its connection, not the file.
+      opened?.close();
+      this.processLock.close();
       throw error;
     }
   }

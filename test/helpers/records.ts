@@ -1,0 +1,38 @@
+// Storage records for tests that drive an engine directly (below HTTP): a fresh address
+// and an append with plausible defaults, each overridable.
+import { newAddressId, newEventId } from '../../src/core/secrets.js';
+import type { AddressRecord, AppendInput } from '../../src/storage/storage.js';
+
+let counter = 0;
+
+/** A live address with a unique id and slug; digests are placeholders (no secret is checked below HTTP). */
+export function addressRecord(overrides: Partial<AddressRecord> = {}): AddressRecord {
+  counter++;
+  return {
+    id: newAddressId(),
+    slug: `test-${counter}-${Math.random().toString(36).slice(2)}`,
+    name: 'Storage test',
+    taskId: null,
+    email: `test-${counter}@localhost`,
+    createdAt: Date.now(),
+    expiresAt: null,
+    readTokenDigest: 'a'.repeat(64),
+    ingressSecretDigest: 'b'.repeat(64),
+    ...overrides,
+  };
+}
+
+/** An append of a message.received event to `addressId`, created now. */
+export function appendInput(addressId: string, overrides: Partial<AppendInput> = {}): AppendInput {
+  return {
+    addressId,
+    eventId: newEventId(),
+    type: 'message.received',
+    source: 'https',
+    dataJson: '{}',
+    metadataJson: null,
+    dedupeKey: null,
+    createdAt: Date.now(),
+    ...overrides,
+  };
+}
