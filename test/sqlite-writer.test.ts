@@ -1,6 +1,7 @@
 // The SQLite engine's split between the event loop (reads, the address cache) and the
 // writer thread (every write, group commit): batching, ordering against deletes, the cache
-// after a delete, and what callers see when the writer thread is gone. Real files.
+// after a delete, what callers see when the writer thread is gone, and what a failed
+// append does to the rest of its batch. Real files.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -10,7 +11,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
 import { SqliteStorage } from '../src/storage/sqlite.js';
+import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
+import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite-writes.js';
+import type { AppendInput } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 
 const event = (addressId: string, dataJson = '{}') => appendInput(addressId, { dataJson });
@@ -115,5 +120,61 @@ describe('SQLite writer thread', () => {
 
   test('an in-memory database is refused with a clear error (two connections share the file)', () => {
     assert.throws(() => new SqliteStorage(':memory:'), /needs a file path/);
+  });
+});
+
+// The writer's group commit below the thread: what one failed append does to its batch.
+describe('SQLite group commit: a failed append in a batch', () => {
+  let dir: string;
+  let db: Database.Database;
+  let writes: SqliteWrites;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'roost-batch-'));
+    db = openSqlite(join(dir, 'roost.db'), 'FULL');
+    migrate(db);
+    writes = new SqliteWrites(db);
+  });
+  afterEach(() => {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const tuple = (input: AppendInput, capacity = 1000) => toAppendTuple(input, capacity);
+  const sequences = (addressId: string) =>
+    db.prepare<[string], { sequence: number }>('SELECT sequence FROM events WHERE address_id = ? ORDER BY sequence').all(addressId).map((r) => r.sequence);
+
+  test('fails alone: the appends around it commit, and its sequence is given to the next one', () => {
+    const a = addressRecord();
+    writes.insertAddress(a);
+    const clash = appendInput(a.id);
+    const outcomes = writes.appendBatch([tuple(clash), tuple({ ...appendInput(a.id), eventId: clash.eventId }), tuple(appendInput(a.id))]);
+    assert.deepEqual(outcomes.map((o) => o.status), ['created', 'failed', 'created']);
+    assert.deepEqual(outcomes.map((o) => (o.status === 'created' ? o.sequence : null)), [1, null, 2]);
+    assert.deepEqual(sequences(a.id), [1, 2]);
+  });
+
+  test('an append that evicts and then fails leaves the evicted event in place', () => {
+    const a = addressRecord();
+    writes.insertAddress(a);
+    const second = appendInput(a.id);
+    writes.appendBatch([tuple(appendInput(a.id), 2), tuple(second, 2)]);
+    writes.ackUpTo(a.id, 1, Date.now()); // the queue is full; event 1 may be evicted
+    // Its insert fails (an id held by event 2) after its eviction of event 1.
+    const [failed] = writes.appendBatch([tuple({ ...appendInput(a.id), eventId: second.eventId }, 2)]);
+    assert.equal(failed.status, 'failed');
+    assert.deepEqual(sequences(a.id), [1, 2], 'its eviction was undone with it');
+    assert.deepEqual(writes.appendBatch([tuple(appendInput(a.id), 2)]), [{ status: 'created', sequence: 3 }]);
+    assert.deepEqual(sequences(a.id), [2, 3]);
+  });
+
+  test('a failure that ends the transaction fails the whole batch, and nothing of it is durable', () => {
+    const a = addressRecord();
+    writes.insertAddress(a);
+    // RAISE(ROLLBACK) ends the transaction, as an I/O error or a full disk can.
+    db.exec(`CREATE TEMP TRIGGER poison BEFORE INSERT ON events WHEN NEW.type = 'poison' BEGIN SELECT RAISE(ROLLBACK, 'poisoned'); END`);
+    assert.throws(() => writes.appendBatch([tuple(appendInput(a.id)), tuple(appendInput(a.id, { type: 'poison' })), tuple(appendInput(a.id))]), /poisoned/);
+    assert.deepEqual(sequences(a.id), [], 'the appends after the failure did not commit on their own');
+    // The writer carries on: the next batch starts from a clean state.
+    const outcomes = writes.appendBatch([tuple(appendInput(a.id))]);
+    assert.deepEqual(outcomes, [{ status: 'created', sequence: 1 }]);
   });
 });

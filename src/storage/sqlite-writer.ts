@@ -31,6 +31,9 @@ export type WriteReply =
   | { id: number; ok: true; value: unknown; stats?: SqliteWrites['commitStats'] }
   | { id: number; ok: false; error: WireError };
 
+/** What the writer sends back: one reply, or those of every request in one batch. */
+export type WriterMessage = WriteReply | WriteReply[];
+
 const toWireError = (error: unknown): WireError => ({
   message: error instanceof Error ? error.message : String(error),
   code: (error as { code?: unknown })?.code === undefined ? undefined : String((error as { code?: unknown }).code),
@@ -61,16 +64,19 @@ function flush(): void {
   try {
     outcomes = writes.appendBatch(items);
   } catch (error) {
-    // The COMMIT failed: nothing in the batch is durable.
-    for (const r of requests) port.postMessage({ id: r.id, ok: false, error: toWireError(error) } satisfies WriteReply);
+    // The COMMIT failed, or a failure ended the transaction: nothing in the batch is durable.
+    port.postMessage(requests.map((r): WriteReply => ({ id: r.id, ok: false, error: toWireError(error) })) satisfies WriterMessage);
     return;
   }
+  // One message for the whole batch: a postMessage (and a wake-up of the event loop) per
+  // commit rather than one per request that joined it.
   let at = 0;
-  for (const r of requests) {
+  const replies = requests.map((r, i): WriteReply => {
     const value = outcomes.slice(at, at + r.items.length).map((o) => (o.status === 'failed' ? { status: 'failed', error: toWireError(o.error) } : o));
     at += r.items.length;
-    port.postMessage({ id: r.id, ok: true, value, stats: writes.commitStats } satisfies WriteReply);
-  }
+    return { id: r.id, ok: true, value, stats: i === requests.length - 1 ? writes.commitStats : undefined };
+  });
+  port.postMessage(replies satisfies WriterMessage);
 }
 
 port.on('message', (request: WriteRequest) => {

@@ -11,7 +11,7 @@ import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { EVENT_COLUMNS, insertedEvent, toAddress, type AddressRow } from './rows.js';
 import { lockForThisProcess, migrate, openSqlite, type Synchronous } from './sqlite-connection.js';
-import type { CallableWrite, WireError, WriteReply, WriteRequest, WriterOptions } from './sqlite-writer.js';
+import type { CallableWrite, WireError, WriteReply, WriteRequest, WriterMessage, WriterOptions } from './sqlite-writer.js';
 import { toAppendTuple, type AppendOutcome, type CommitStats } from './sqlite-writes.js';
 import type {
   AddressRecord, AppendInput, AppendResult, EventPageRecord, EventRecord, PurgeResult, Storage, TokenBucketResult,
@@ -135,7 +135,7 @@ export class SqliteStorage implements Storage {
         ping: db.prepare('SELECT 1'),
       };
       this.writer = startWriter({ path, synchronous, groupCommit: this.groupCommit });
-      this.writer.on('message', (reply: WriteReply) => this.settle(reply));
+      this.writer.on('message', (message: WriterMessage) => (Array.isArray(message) ? message.forEach((reply) => this.settle(reply)) : this.settle(message)));
       this.writer.on('error', (error) => this.writerGone(error));
       this.writer.on('exit', (code) => this.writerGone(new Error(`the SQLite writer thread exited (code ${code})`)));
       this.logger = options.logger;
