@@ -53,6 +53,19 @@ export async function hammer(options: LoadOptions): Promise<LoadResult> {
   };
 }
 
+/** Two runs of the same load as one: mean rate and latencies, summed counts. */
+export function meanLoad(a: LoadResult, b: LoadResult): LoadResult {
+  return {
+    rps: (a.rps + b.rps) / 2,
+    p50: (a.p50 + b.p50) / 2,
+    p99: (a.p99 + b.p99) / 2,
+    total: a.total + b.total,
+    errors: a.errors + b.errors,
+    timeouts: a.timeouts + b.timeouts,
+    non2xx: a.non2xx + b.non2xx,
+  };
+}
+
 /** Nearest-rank percentile of a list of numbers (sorted here). */
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return NaN;
