@@ -195,7 +195,7 @@ export class SqliteWrites {
       this.queues.delete(addressId); // low and floor have moved: read them again next time
       return { status: 'created', sequence };
     }
-    // One statement: no savepoint needed (~1 µs of the ~8 an append costs the writer).
+    // One statement: no savepoint needed (one costs ~0.8 µs of the writer's ~14 µs an append).
     this.sql.insertEvent.run(...row);
     state.high = sequence;
     state.low ??= sequence;
