@@ -1,14 +1,18 @@
 // The PostgreSQL engine below the HTTP suite: migrations when instances start together,
-// the purge lock, the LISTEN connection's reconnect (and the wake-all after it), held
-// polls not holding pool connections, and 503 instead of 500 while the database refuses
-// connections, then recovery without a restart. Real PostgreSQL; a fresh database each.
+// the purge lock, the LISTEN connection's reconnect (and the wake-all after it), also when
+// it stops answering without closing (heartbeat), held polls not holding pool connections,
+// and 503 instead of 500 while the database refuses connections, then recovery without a
+// restart. Real PostgreSQL; a fresh database each.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
+import type { Logger } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { ADVISORY_LOCKS, PostgresStorage } from '../src/storage/postgres.js';
 import { PG_MIGRATIONS } from '../src/storage/postgres-migrations.js';
-import type { AppendInput } from '../src/storage/storage.js';
+import { ANY_ADDRESS, type AppendInput } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 import { eventually } from './helpers/engines.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
@@ -30,6 +34,40 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | 'not woken'> {
   return Promise.race([promise, new Promise<'not woken'>((resolve) => (timer = setTimeout(() => resolve('not woken'), ms)))]).finally(() =>
     clearTimeout(timer),
   );
+}
+
+/**
+ * A TCP proxy to `target` whose open connections can be frozen: from then on they pass no
+ * byte either way and are not closed either — what a dropped NAT entry or a partition
+ * looks like from both ends. Connections opened after a freeze pass normally.
+ */
+async function freezableProxy(target: { host: string; port: number }) {
+  const pairs: Array<[net.Socket, net.Socket]> = [];
+  const frozen: net.Socket[] = [];
+  const server = net.createServer((inbound) => {
+    const outbound = net.connect(target);
+    inbound.pipe(outbound).pipe(inbound);
+    for (const socket of [inbound, outbound]) socket.on('error', () => {});
+    pairs.push([inbound, outbound]);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    freezeAll() {
+      for (const [inbound, outbound] of pairs.splice(0)) {
+        inbound.unpipe(outbound);
+        outbound.unpipe(inbound);
+        inbound.pause();
+        outbound.pause();
+        frozen.push(inbound, outbound);
+      }
+    },
+    close() {
+      for (const socket of [...frozen, ...pairs.flat()]) socket.destroy();
+      server.close();
+    },
+  };
 }
 
 describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () => {
@@ -57,6 +95,34 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
     after(async () => {
       await storage?.close();
       await db?.drop();
+    });
+
+    test('a LISTEN connection that stops answering without closing is noticed and replaced, then everything is woken', async () => {
+      const upstream = new URL(db.url);
+      const proxy = await freezableProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) });
+      const viaProxy = new URL(db.url);
+      viaProxy.hostname = '127.0.0.1';
+      viaProxy.port = String(proxy.port);
+      const warnings: string[] = [];
+      const logger = { warn: (message: string) => warnings.push(message), info: () => {} } as unknown as Logger;
+      const watched = await PostgresStorage.open(loadConfig({ DATABASE_URL: viaProxy.href }), logger, {
+        listenerHeartbeat: { everyMs: 100, timeoutMs: 500 },
+      });
+      try {
+        const wakes: string[] = [];
+        watched.onExternalChange((id) => wakes.push(id));
+        const pid = await watched.listenerBackendPid();
+        assert.ok(pid);
+        proxy.freezeAll(); // the listener's socket stays open but carries nothing any more
+        await eventually(() => warnings.some((w) => /LISTEN connection lost/.test(w)), 'the silent connection noticed', 10_000);
+        await eventually(() => watched.listening, 'listener reconnected', 10_000);
+        const now = await watched.listenerBackendPid();
+        assert.ok(now !== undefined && now !== pid, 'a new backend listens');
+        assert.ok(wakes.includes(ANY_ADDRESS), 'every local waiter re-reads: wake-ups may have been missed');
+      } finally {
+        proxy.close(); // closing the storage waits for its connections, frozen ones included
+        await watched.close();
+      }
     });
 
     test('prepared statements survive a column added by another instance (a rolling deploy)', async () => {

@@ -46,6 +46,19 @@ const CONNECT_TIMEOUT_MS = 5_000;
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
 
+/**
+ * The LISTEN connection is asked a `SELECT 1` this often, and counts as lost when no answer
+ * comes in time. A connection that dies without a word — a NAT or load balancer dropping a
+ * flow it thinks idle, a partition — would otherwise go unnoticed for hours (TCP keepalive
+ * starts after 2 h by default), with every wake-up from other instances lost meanwhile; the
+ * traffic also keeps such idle timeouts from firing at all.
+ */
+export interface ListenerHeartbeat {
+  everyMs: number;
+  timeoutMs: number;
+}
+const LISTENER_HEARTBEAT: ListenerHeartbeat = { everyMs: 30_000, timeoutMs: 10_000 };
+
 const LIVE = '(expires_at IS NULL OR expires_at > $2)';
 
 const SQL = {
@@ -245,11 +258,13 @@ class WakeListener {
   private stopped = false;
   private attempt = 0;
   private timer: NodeJS.Timeout | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly clientConfig: pg.ClientConfig,
     private readonly onWake: (addressId: string) => void,
     private readonly logger?: Logger,
+    private readonly heartbeat: ListenerHeartbeat = LISTENER_HEARTBEAT,
   ) {}
 
   /** The first connection; open() fails if it cannot be made. */
@@ -288,11 +303,32 @@ class WakeListener {
       return;
     }
     this.client = client;
+    this.scheduleHeartbeat(client);
+  }
+
+  /** One heartbeat at a time: the next is scheduled once this one has been answered. */
+  private scheduleHeartbeat(client: pg.Client): void {
+    this.heartbeatTimer = setTimeout(() => {
+      let timeout: NodeJS.Timeout | undefined;
+      const unanswered = new Promise<never>((_, reject) => {
+        timeout = setTimeout(() => reject(new Error('no answer')), this.heartbeat.timeoutMs);
+      });
+      Promise.race([client.query('SELECT 1'), unanswered])
+        .then(
+          () => {
+            if (client === this.client) this.scheduleHeartbeat(client);
+          },
+          () => this.lost(client),
+        )
+        .finally(() => clearTimeout(timeout));
+    }, this.heartbeat.everyMs);
+    this.heartbeatTimer.unref();
   }
 
   private lost(client: pg.Client): void {
     if (client !== this.client || this.stopped) return;
     this.client = undefined;
+    clearTimeout(this.heartbeatTimer);
     this.logger?.warn('PostgreSQL LISTEN connection lost; reconnecting (long-polls held here fall back to their timeouts meanwhile)');
     client.end().catch(() => {});
     this.scheduleReconnect();
@@ -319,6 +355,7 @@ class WakeListener {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearTimeout(this.heartbeatTimer);
     const client = this.client;
     this.client = undefined;
     await client?.end().catch(() => {});
@@ -339,9 +376,12 @@ export class PostgresStorage implements Storage {
   private toAnnounce = new Set<string>();
   private announcing: Promise<void> = Promise.resolve();
 
-  /** Connects, migrates (safely when several instances start together) and starts listening. */
-  static async open(config: Config, logger?: Logger): Promise<PostgresStorage> {
-    const storage = new PostgresStorage(config, logger);
+  /**
+   * Connects, migrates (safely when several instances start together) and starts listening.
+   * `options.listenerHeartbeat` is for tests, which cannot wait 30 s.
+   */
+  static async open(config: Config, logger?: Logger, options: { listenerHeartbeat?: ListenerHeartbeat } = {}): Promise<PostgresStorage> {
+    const storage = new PostgresStorage(config, logger, options.listenerHeartbeat);
     try {
       await storage.migrate();
       await storage.listener.start();
@@ -354,7 +394,7 @@ export class PostgresStorage implements Storage {
     return storage;
   }
 
-  private constructor(config: Config, private readonly logger?: Logger) {
+  private constructor(config: Config, private readonly logger?: Logger, listenerHeartbeat?: ListenerHeartbeat) {
     if (!config.databaseUrl) throw new Error('PostgresStorage needs DATABASE_URL');
     this.description = describe(config.databaseUrl);
     const connection: pg.ClientConfig = {
@@ -379,6 +419,7 @@ export class PostgresStorage implements Storage {
         for (const listener of this.changeListeners) listener(addressId);
       },
       logger,
+      listenerHeartbeat,
     );
   }
 
