@@ -1,10 +1,14 @@
 // Operations and the edges of the interface (CONTRACT §6, §9, §10): health, readiness,
-// metrics, the OpenAPI document, unknown routes and methods, and configuration.
+// metrics, the OpenAPI document, unknown routes and methods, configuration, and requests
+// that meet a shutdown.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
 import { eventually, forEachEngine } from './helpers/engines.js';
+import { startTestServer } from './helpers/server.js';
 
 await forEachEngine('operations', (server) => {
   it('GET /healthz and /readyz answer 200', async () => {
@@ -150,5 +154,46 @@ describe('configuration', () => {
 
   it('refuses a default lifetime above the cap', () => {
     assert.throws(() => loadConfig({ ROOST_DEFAULT_TTL_SECONDS: '600', ROOST_MAX_TTL_SECONDS: '60' }), ConfigError);
+  });
+});
+
+describe('shutdown (CONTRACT §9: stop accepting, finish in-flight writes)', () => {
+  it('a delivery in flight when shutdown begins is answered 202; a request arriving behind it gets 503 unavailable and Connection: close', async () => {
+    const server = await startTestServer('sqlite');
+    try {
+      const a = await createAddress(server.url);
+      const body = JSON.stringify({ type: 'late', data: { in: 'flight' } });
+      const socket = net.connect(Number(new URL(server.url).port), '127.0.0.1');
+      await once(socket, 'connect');
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk));
+      const socketClosed = once(socket, 'close');
+      const begun = once(server.roost.app.server, 'request');
+      // The delivery's headers and part of its body: once Node has handed the request over
+      // (and Fastify has run its onRequest hooks), it is in flight.
+      socket.write(
+        `POST ${new URL(a.inbox).pathname} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`,
+      );
+      await begun;
+      const closing = server.roost.close();
+      // Shutdown has begun once the preClose hook has shortened keep-alive (http/app.ts).
+      await eventually(() => server.roost.app.server.keepAliveTimeout === 1, 'shutdown begun');
+      // The rest of the body, then a second request pipelined behind it on the same socket.
+      socket.write(`${body.slice(10)}GET /api/v1/addresses/${a.id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\n\r\n`);
+      await socketClosed;
+      await closing;
+
+      const [first, second, ...rest] = received.split(/(?=HTTP\/1\.1 \d{3} )/);
+      assert.deepEqual(rest, [], received);
+      const bodyOf = (response: string) => JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4));
+      assert.match(first, /^HTTP\/1\.1 202 /);
+      assert.equal(bodyOf(first).event.type, 'late', 'the delivery begun before shutdown was committed and answered');
+      assert.match(second, /^HTTP\/1\.1 503 /);
+      assert.match(second, /^connection: close\r$/im);
+      assert.equal(bodyOf(second).error.code, 'unavailable');
+    } finally {
+      await server.close();
+    }
   });
 });
