@@ -49,22 +49,20 @@ export class Metrics {
   readonly streamsOpen: Gauge;
 
   constructor(heldPolls: () => number, openStreams: () => number) {
-    this.pollsHeld = new Gauge({
-      name: 'roost_polls_held',
-      help: 'Long-polls currently held open.',
-      registers: [this.registry],
-      collect() {
-        this.set(heldPolls());
-      },
-    });
-    this.streamsOpen = new Gauge({
-      name: 'roost_streams_open',
-      help: 'Server-Sent Event streams currently open.',
-      registers: [this.registry],
-      collect() {
-        this.set(openStreams());
-      },
-    });
+    this.pollsHeld = this.sampledGauge('roost_polls_held', 'Long-polls currently held open.', heldPolls);
+    this.streamsOpen = this.sampledGauge('roost_streams_open', 'Server-Sent Event streams currently open.', openStreams);
     collectDefaultMetrics({ register: this.registry, prefix: 'roost_' });
+  }
+
+  /** A gauge read from `sample` when /metrics is scraped, not kept up to date by hand. */
+  private sampledGauge(name: string, help: string, sample: () => number): Gauge {
+    return new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.set(sample());
+      },
+    });
   }
 }
