@@ -31,8 +31,8 @@ export type WriteReply =
   | { id: number; ok: true; value: unknown; stats?: SqliteWrites['commitStats'] }
   | { id: number; ok: false; error: WireError };
 
-/** What the writer sends back: one reply, or those of every request in one batch. */
-export type WriterMessage = WriteReply | WriteReply[];
+/** What the writer sends back: the replies to every request of one batch, or to one call. */
+export type WriterMessage = WriteReply[];
 
 const toWireError = (error: unknown): WireError => ({
   message: error instanceof Error ? error.message : String(error),
@@ -93,14 +93,14 @@ port.on('message', (request: WriteRequest) => {
   flush(); // appends sent before this request land first
   if (request.op === 'close') {
     db.close();
-    port.postMessage({ id: request.id, ok: true, value: null } satisfies WriteReply);
+    port.postMessage([{ id: request.id, ok: true, value: null }] satisfies WriterMessage);
     port.close();
     return;
   }
   try {
     const method = writes[request.method] as (...args: unknown[]) => unknown;
-    port.postMessage({ id: request.id, ok: true, value: method.apply(writes, request.args) } satisfies WriteReply);
+    port.postMessage([{ id: request.id, ok: true, value: method.apply(writes, request.args) }] satisfies WriterMessage);
   } catch (error) {
-    port.postMessage({ id: request.id, ok: false, error: toWireError(error) } satisfies WriteReply);
+    port.postMessage([{ id: request.id, ok: false, error: toWireError(error) }] satisfies WriterMessage);
   }
 });

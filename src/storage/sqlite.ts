@@ -135,7 +135,7 @@ export class SqliteStorage implements Storage {
         ping: db.prepare('SELECT 1'),
       };
       this.writer = startWriter({ path, synchronous, groupCommit: this.groupCommit });
-      this.writer.on('message', (message: WriterMessage) => (Array.isArray(message) ? message.forEach((reply) => this.settle(reply)) : this.settle(message)));
+      this.writer.on('message', (replies: WriterMessage) => replies.forEach((reply) => this.settle(reply)));
       this.writer.on('error', (error) => this.writerGone(error));
       this.writer.on('exit', (code) => this.writerGone(new Error(`the SQLite writer thread exited (code ${code})`)));
       this.logger = options.logger;
