@@ -16,6 +16,21 @@ export const JSON_HEADERS = { 'content-type': 'application/json' };
 /** A small delivery, like a typical webhook notification. */
 export const SMALL_EVENT = JSON.stringify({ type: 'bench.ping', data: { status: 'done', job: 'build-1234', ok: true, attempt: 1 } });
 
+/**
+ * A copy of `items` in random order (Fisher–Yates). Load rotates through addresses in this
+ * order, not in the order they were created: SQLite keys addresses by an integer given in
+ * creation order, and consecutive requests to consecutive addresses would share index
+ * pages, which deliveries from independent senders do not.
+ */
+export function shuffled<T>(items: readonly T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
 export interface Reply {
   status: number;
   body: string;

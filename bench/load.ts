@@ -1,6 +1,7 @@
 // Load generation with autocannon (in the bench process; the server runs in a child) and
 // the summary every throughput figure is reported with.
 import autocannon, { type RequestSpec } from 'autocannon';
+import { shuffled } from './fixtures.js';
 
 export interface LoadResult {
   /** Mean completed requests per second. */
@@ -17,7 +18,7 @@ export interface LoadOptions {
   url: string;
   connections: number;
   durationS: number;
-  /** Paths rotated across, one per request. */
+  /** Paths rotated across, one per request, in a random order (see shuffled). */
   paths: string[];
   method: 'GET' | 'POST';
   headers?: Record<string, string>;
@@ -25,13 +26,14 @@ export interface LoadOptions {
 }
 
 export async function hammer(options: LoadOptions): Promise<LoadResult> {
+  const paths = shuffled(options.paths);
   let next = 0;
   const request: RequestSpec = {
     method: options.method,
     headers: options.headers,
     body: options.body,
     setupRequest: (req) => {
-      req.path = options.paths[next++ % options.paths.length];
+      req.path = paths[next++ % paths.length];
       return req;
     },
   };

@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { newAddressId, newEventId } from '../src/core/secrets.js';
 import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
 import { SqliteWrites, type AppendTuple } from '../src/storage/sqlite-writes.js';
-import { SMALL_EVENT } from './fixtures.js';
+import { shuffled, SMALL_EVENT } from './fixtures.js';
 
 const { values } = parseArgs({
   options: {
@@ -35,14 +35,14 @@ try {
   db.pragma('wal_autocheckpoint = 0'); // the measured frames must all still be in the WAL
   const pageSize = db.pragma('page_size', { simple: true }) as number;
   const writes = new SqliteWrites(db);
-  const ids = Array.from({ length: ADDRESSES }, (_, i) => {
+  const ids = shuffled(Array.from({ length: ADDRESSES }, (_, i) => {
     const id = newAddressId();
     writes.insertAddress({
       id, slug: `wal-${i}`, name: 'wal frames', taskId: null, email: `wal-${i}@localhost`,
       createdAt: Date.now(), expiresAt: null, readTokenDigest: 'r'.repeat(64), ingressSecretDigest: 'i'.repeat(64),
     });
     return id;
-  });
+  }));
   const data = JSON.stringify(JSON.parse(SMALL_EVENT).data);
   let next = 0;
   const commit = (count: number) => {

@@ -5,6 +5,7 @@ import type Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
 import { takeFromBucket } from '../core/token-bucket.js';
 import { EVENT_COLUMNS, toEvent, type EventRow } from './rows.js';
+import { KEY_OF_ID } from './sqlite-migrations.js';
 import type { AddressRecord, AppendInput, EventRecord, PurgeResult, TokenBucketResult } from './storage.js';
 
 /** What one append came to; `created` carries only the sequence (the caller holds the rest). */
@@ -29,9 +30,9 @@ export const toAppendTuple = (input: AppendInput, capacity: number): AppendTuple
   input.addressId, input.eventId, input.type, input.source, input.dataJson, input.metadataJson, input.dedupeKey, input.createdAt, capacity,
 ];
 
-/** The insert's parameters, in EVENT_COLUMNS order (acknowledged_at is NULL). */
+/** The insert's parameters: the address's key, then EVENT_COLUMNS in order (acknowledged_at is NULL). */
 type EventInsert = readonly [
-  id: string, addressId: string, sequence: number, type: string, source: string, dataJson: string,
+  addressKey: number, id: string, addressId: string, sequence: number, type: string, source: string, dataJson: string,
   metadataJson: string | null, dedupeKey: string | null, createdAt: number,
 ];
 
@@ -44,11 +45,12 @@ export interface CommitStats {
 }
 
 /**
- * What an append needs to know about its address: whether it is live, and the bounds of its
- * queue. `floor` is the highest sequence of an event that is gone (migration 2); `low` and
- * `high` those of the events held (null when none).
+ * What an append needs to know about its address: its key (migration 3), whether it is live,
+ * and the bounds of its queue. `floor` is the highest sequence of an event that is gone
+ * (migration 2); `low` and `high` those of the events held (null when none).
  */
 interface QueueState {
+  key: number;
   expiresAt: number | null;
   floor: number;
   low: number | null;
@@ -77,29 +79,29 @@ export class SqliteWrites {
         `INSERT INTO addresses (id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest)
          VALUES (@id, @slug, @name, @taskId, @email, @createdAt, @expiresAt, @readTokenDigest, @ingressSecretDigest)`,
       ),
-      deleteEventsOf: db.prepare('DELETE FROM events WHERE address_id = ?'),
+      deleteEventsOf: db.prepare(`DELETE FROM events WHERE address_key = ${KEY_OF_ID}`),
       deleteAddress: db.prepare('DELETE FROM addresses WHERE id = ?'),
       // The address with the bounds of its queue (see QueueState). Each MIN/MAX is one seek
       // in events_by_sequence.
       queueState: db.prepare<{ id: string }, QueueState>(
-        `SELECT expires_at AS expiresAt, last_sequence AS floor,
-                (SELECT MIN(sequence) FROM events WHERE address_id = @id) AS low,
-                (SELECT MAX(sequence) FROM events WHERE address_id = @id) AS high
+        `SELECT key, expires_at AS expiresAt, last_sequence AS floor,
+                (SELECT MIN(sequence) FROM events WHERE address_key = addresses.key) AS low,
+                (SELECT MAX(sequence) FROM events WHERE address_key = addresses.key) AS high
          FROM addresses WHERE id = @id`,
       ),
-      eventByKey: db.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND dedupe_key = ?`),
-      countEvents: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_id = ?'),
-      oldestAcknowledged: db.prepare<[string], { id: string }>(
-        'SELECT id FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT 1',
+      eventByKey: db.prepare<[number, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_key = ? AND dedupe_key = ?`),
+      countEvents: db.prepare<[number], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_key = ?'),
+      oldestAcknowledged: db.prepare<[number], { id: string }>(
+        'SELECT id FROM events WHERE address_key = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT 1',
       ),
       deleteEvent: db.prepare('DELETE FROM events WHERE id = ?'),
       insertEvent: db.prepare(
-        `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+        `INSERT INTO events (address_key, ${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
       ),
       ack: db.prepare<[number, string, string], EventRow>(
         `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?) WHERE id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
       ),
-      ackUpTo: db.prepare('UPDATE events SET acknowledged_at = ? WHERE address_id = ? AND sequence <= ? AND acknowledged_at IS NULL'),
+      ackUpTo: db.prepare(`UPDATE events SET acknowledged_at = ? WHERE address_key = ${KEY_OF_ID} AND sequence <= ? AND acknowledged_at IS NULL`),
       expired: db.prepare<[number], { id: string }>('SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 500'),
       purgeOld: db.prepare('DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE created_at < ? LIMIT 5000)'),
       bucket: db.prepare<[string], { tokens: number; updated_at: number }>('SELECT tokens, updated_at FROM rate_buckets WHERE key = ?'),
@@ -179,7 +181,7 @@ export class SqliteWrites {
     const state = this.queueState(addressId);
     if (!state || (state.expiresAt !== null && state.expiresAt <= createdAt)) return { status: 'address_not_found' };
     if (dedupeKey !== null) {
-      const held = this.sql.eventByKey.get(addressId, dedupeKey);
+      const held = this.sql.eventByKey.get(state.key, dedupeKey);
       if (held) return { status: 'duplicate', event: toEvent(held) };
     }
     // The queue holds at most high - low + 1 events; only when that span reaches the
@@ -187,9 +189,9 @@ export class SqliteWrites {
     const span = state.high === null ? 0 : state.high - state.low! + 1;
     // Never reused: the floor covers removed events, the newest of them included.
     const sequence = Math.max(state.high ?? 0, state.floor) + 1;
-    const row = [eventId, addressId, sequence, type, source, dataJson, metadataJson, dedupeKey, createdAt] as const;
-    if (span >= capacity && this.sql.countEvents.get(addressId)!.n >= capacity) {
-      const oldest = this.sql.oldestAcknowledged.get(addressId);
+    const row = [state.key, eventId, addressId, sequence, type, source, dataJson, metadataJson, dedupeKey, createdAt] as const;
+    if (span >= capacity && this.sql.countEvents.get(state.key)!.n >= capacity) {
+      const oldest = this.sql.oldestAcknowledged.get(state.key);
       if (!oldest) return { status: 'queue_full' };
       this.evictThenInsert(oldest.id, row);
       this.queues.delete(addressId); // low and floor have moved: read them again next time

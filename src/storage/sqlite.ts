@@ -9,7 +9,8 @@ import type { Logger } from 'pino';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { EVENT_COLUMNS, insertedEvent, toAddress, type AddressRow } from './rows.js';
+import { ADDRESS_COLUMNS, EVENT_COLUMNS, insertedEvent, toAddress, type AddressRow } from './rows.js';
+import { KEY_OF_ID } from './sqlite-migrations.js';
 import { lockForThisProcess, migrate, openSqlite, type Synchronous } from './sqlite-connection.js';
 import type { CallableWrite, WireError, WriteReply, WriteRequest, WriterMessage, WriterOptions } from './sqlite-writer.js';
 import { toAppendTuple, type AppendOutcome, type CommitStats } from './sqlite-writes.js';
@@ -121,16 +122,16 @@ export class SqliteStorage implements Storage {
       migrate(this.db);
       const db = this.db;
       this.sql = {
-        addressById: db.prepare<{ id: string; now: number }, AddressRow>(`SELECT * FROM addresses WHERE id = @id AND ${LIVE}`),
-        addressBySlug: db.prepare<{ slug: string; now: number }, AddressRow>(`SELECT * FROM addresses WHERE slug = @slug AND ${LIVE}`),
-        countEvents: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_id = ?'),
+        addressById: db.prepare<{ id: string; now: number }, AddressRow>(`SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE id = @id AND ${LIVE}`),
+        addressBySlug: db.prepare<{ slug: string; now: number }, AddressRow>(`SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = @slug AND ${LIVE}`),
+        countEvents: db.prepare<[string], { n: number }>(`SELECT COUNT(*) AS n FROM events WHERE address_key = ${KEY_OF_ID}`),
         anyAcknowledged: db.prepare<[string], { one: number }>(
-          'SELECT 1 AS one FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL LIMIT 1',
+          `SELECT 1 AS one FROM events WHERE address_key = ${KEY_OF_ID} AND acknowledged_at IS NOT NULL LIMIT 1`,
         ),
         // Rows as arrays, in EVENT_COLUMNS order: a page is up to 101 rows, and an object
         // per row made better-sqlite3 ~35% slower on this query (see pageRowToEvent).
         page: db.prepare<[string, number, number], EventTuple>(
-          `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
+          `SELECT ${EVENT_COLUMNS} FROM events WHERE address_key = ${KEY_OF_ID} AND sequence > ? ORDER BY sequence LIMIT ?`,
         ).raw(true),
         ping: db.prepare('SELECT 1'),
       };

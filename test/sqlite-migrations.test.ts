@@ -1,0 +1,95 @@
+// Migration 3 rebuilds both SQLite tables (events indexed by an integer address key): a file
+// written by version 2 must come out of it with every event as it was — ids, sequences,
+// acknowledgements, idempotency keys, the sequence floor — and behave as before: dedupe,
+// ack-up-to, capacity, deletion of an address with its events.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { newEventId } from '../src/core/secrets.js';
+import { SqliteStorage } from '../src/storage/sqlite.js';
+import { SQLITE_MIGRATIONS } from '../src/storage/sqlite-migrations.js';
+import { addressRecord, appendInput } from './helpers/records.js';
+
+/** A file as version 2 leaves it, with the migrations' own SQL. */
+function versionTwoFile(path: string): Database.Database {
+  const db = new Database(path);
+  db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  for (const migration of SQLITE_MIGRATIONS.slice(0, 2)) {
+    db.exec(migration.sql);
+    db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(migration.version, migration.name, Date.now());
+  }
+  return db;
+}
+
+test('SQLite: a version-2 file is upgraded in place (migration 3), every event kept as it was', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'roost-migrate-'));
+  try {
+    const path = join(dir, 'roost.db');
+    const v2 = versionTwoFile(path);
+    const [a, b] = [addressRecord(), addressRecord()];
+    const insertAddress = v2.prepare(
+      `INSERT INTO addresses (id, slug, name, email, created_at, read_token_digest, ingress_secret_digest, last_sequence)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    // a gave out 1..6; 5 and 6 are gone (the floor remembers 6). b holds 1..2.
+    insertAddress.run(a.id, a.slug, a.name, a.email, a.createdAt, a.readTokenDigest, a.ingressSecretDigest, 6);
+    insertAddress.run(b.id, b.slug, b.name, b.email, b.createdAt, b.readTokenDigest, b.ingressSecretDigest, 0);
+    const insertEvent = v2.prepare(
+      `INSERT INTO events (id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const t = Date.now() - 60_000;
+    insertEvent.run(newEventId(t), a.id, 1, 'message.received', 'https', '{"n":1}', null, null, t, null);
+    insertEvent.run(newEventId(t + 1), a.id, 2, 'message.received', 'https', '{"n":2}', '{"h":"v"}', null, t + 1, t + 5);
+    insertEvent.run(newEventId(t + 2), a.id, 3, 'build.finished', 'email', '{"n":3}', null, 'key-1', t + 2, null);
+    insertEvent.run(newEventId(t + 3), a.id, 4, 'message.received', 'https', '{"n":4}', null, null, t + 3, null);
+    insertEvent.run(newEventId(t + 4), b.id, 1, 'message.received', 'https', '{"b":1}', null, null, t + 4, null);
+    insertEvent.run(newEventId(t + 5), b.id, 2, 'message.received', 'https', '{"b":2}', null, null, t + 5, null);
+    v2.close();
+
+    const storage = new SqliteStorage(path);
+    try {
+      const page = await storage.listEvents(a.id, 0, 100);
+      assert.deepEqual(
+        page.events.map((e) => [e.sequence, e.type, e.source, e.dataJson, e.metadataJson, e.dedupeKey, e.createdAt, e.acknowledgedAt]),
+        [
+          [1, 'message.received', 'https', '{"n":1}', null, null, t, null],
+          [2, 'message.received', 'https', '{"n":2}', '{"h":"v"}', null, t + 1, t + 5],
+          [3, 'build.finished', 'email', '{"n":3}', null, 'key-1', t + 2, null],
+          [4, 'message.received', 'https', '{"n":4}', null, null, t + 3, null],
+        ],
+      );
+      assert.ok(page.events.every((e) => e.addressId === a.id));
+      // The floor survived: 5 and 6 are never given out again.
+      const next = await storage.appendEvent(appendInput(a.id), 1000);
+      assert.equal(next.status === 'created' && next.event.sequence, 7);
+      // The idempotency key still finds its event.
+      const again = await storage.appendEvent(appendInput(a.id, { dedupeKey: 'key-1' }), 1000);
+      assert.equal(again.status === 'duplicate' && again.event.id, page.events[2].id);
+      // A queue of 5 at a capacity of 5, none acknowledged but 2: the eviction takes 2.
+      assert.equal((await storage.appendEvent(appendInput(a.id), 5)).status, 'created');
+      assert.deepEqual((await storage.listEvents(a.id, 0, 100)).events.map((e) => e.sequence), [1, 3, 4, 7, 8]);
+      assert.equal(await storage.ackUpTo(a.id, 4, Date.now()), 3);
+      // Deleting b takes its events, and only its.
+      assert.equal((await storage.listEvents(b.id, 0, 100)).events.length, 2);
+      assert.equal(await storage.deleteAddress(b.id), true);
+    } finally {
+      await storage.close();
+    }
+
+    const after = new Database(path, { readonly: true });
+    try {
+      assert.deepEqual(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get(), { v: SQLITE_MIGRATIONS.length });
+      assert.deepEqual(after.prepare('SELECT address_id, COUNT(*) AS n FROM events GROUP BY address_id').all(), [{ address_id: a.id, n: 5 }]);
+      assert.deepEqual(after.pragma('foreign_key_check'), []);
+      assert.deepEqual(after.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
+    } finally {
+      after.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
