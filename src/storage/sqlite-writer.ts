@@ -5,7 +5,7 @@
 // and a 202 still waits for the fsync of its own event.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite, type Synchronous } from './sqlite-connection.js';
-import { SqliteWrites, type AppendTuple } from './sqlite-writes.js';
+import { SqliteWrites, type AppendOutcome, type AppendTuple } from './sqlite-writes.js';
 
 export interface WriterOptions {
   path: string;
@@ -34,10 +34,22 @@ export type WriteReply =
 /** What the writer sends back: the replies to every request of one batch, or to one call. */
 export type WriterMessage = WriteReply[];
 
+/**
+ * An append's outcome as it crosses back: a created event as its bare sequence (almost
+ * every append, and a number costs postMessage less than an object), the rest as objects.
+ */
+export type WireOutcome =
+  | number
+  | Exclude<AppendOutcome, { status: 'created' } | { status: 'failed' }>
+  | { status: 'failed'; error: WireError };
+
 const toWireError = (error: unknown): WireError => ({
   message: error instanceof Error ? error.message : String(error),
   code: (error as { code?: unknown })?.code === undefined ? undefined : String((error as { code?: unknown }).code),
 });
+
+const toWireOutcome = (outcome: AppendOutcome): WireOutcome =>
+  outcome.status === 'created' ? outcome.sequence : outcome.status === 'failed' ? { status: 'failed', error: toWireError(outcome.error) } : outcome;
 
 const port = parentPort!;
 const options = workerData as WriterOptions;
@@ -76,14 +88,17 @@ function flush(): void {
     return;
   }
   // One message for the whole batch: a postMessage (and a wake-up of the event loop) per
-  // commit rather than one per request that joined it.
+  // commit rather than one per request that joined it. Arrays are built by push, not map:
+  // map makes holey arrays, which postMessage encodes element by element as sparse ones.
+  const replies: WriterMessage = [];
   let at = 0;
-  const replies = requests.map((r, i): WriteReply => {
-    const value = outcomes.slice(at, at + r.items.length).map((o) => (o.status === 'failed' ? { status: 'failed', error: toWireError(o.error) } : o));
-    at += r.items.length;
-    return { id: r.id, ok: true, value, stats: i === requests.length - 1 ? writes.commitStats : undefined };
-  });
-  port.postMessage(replies satisfies WriterMessage);
+  for (const request of requests) {
+    const value: WireOutcome[] = [];
+    for (const end = at + request.items.length; at < end; at++) value.push(toWireOutcome(outcomes[at]));
+    replies.push({ id: request.id, ok: true, value });
+  }
+  (replies[replies.length - 1] as Extract<WriteReply, { ok: true }>).stats = writes.commitStats;
+  port.postMessage(replies);
 }
 
 port.on('message', (request: WriteRequest) => {
