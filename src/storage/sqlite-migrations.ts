@@ -77,11 +77,12 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
     // leaves were ~70% of the WAL bytes of a commit. Keyed by the 27-character address id, a
     // leaf held ~100 entries and split often; keyed by an integer it holds ~400. A commit of
     // 22 appends to different addresses, the writer alone, took 0.49 instead of 0.60 ms
-    // (BENCHMARKS.md). The key is an
-    // explicit INTEGER PRIMARY KEY because VACUUM may renumber an implicit rowid. Events
-    // keep address_id too, so that reading one needs no join. Both tables are rebuilt (the
-    // only way to change a key or a foreign key in SQLite); the existing rowids are kept, so
-    // ids, sequences and the order of events are unchanged.
+    // (BENCHMARKS.md). The key is an explicit INTEGER PRIMARY KEY because VACUUM may
+    // renumber an implicit rowid; a deleted address's key may be given out again, which is
+    // safe because its events go in the same transaction. Events keep address_id too, so
+    // that reading one needs no join. Both tables are rebuilt (the only way to change a key
+    // or a foreign key in SQLite); the existing rowids are kept, so ids, sequences and the
+    // order of events are unchanged.
     sql: `
       CREATE TABLE addresses_v3 (
         key                   INTEGER PRIMARY KEY,

@@ -68,7 +68,7 @@ db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
 // page beyond the end of the file. That scan was ~6% of the writer's CPU; half the cache
 // halves it, and commits took ~4% less time (BENCHMARKS.md). The event loop's connection,
 // which serves reads, keeps the default.
-//XX db.pragma('cache_size = -8000');
+db.pragma('cache_size = -8000');
 const writes = new SqliteWrites(db);
 let pending: Array<Extract<WriteRequest, { op: 'append' }>> = [];
 let flushScheduled = false;
