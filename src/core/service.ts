@@ -15,6 +15,7 @@ import {
   INGRESS_SECRET_PREFIX, READ_TOKEN_PREFIX, digestSecret, newAddressId, newEventId, newIngressSecret,
   newReadToken, newSlug, secretMatches,
 } from './secrets.js';
+import { isoTime } from './iso-time.js';
 import type { Waiters } from './waiters.js';
 
 export type Clock = () => number;
@@ -60,7 +61,7 @@ const CREDENTIALS_NOTE =
   'Read the events URL (and call the MCP URL) with the header "Authorization: Bearer <read_token>"; ' +
   'the inbox URL is a write-only secret for senders.';
 
-const iso = (ms: number) => new Date(ms).toISOString();
+const iso = isoTime;
 
 export function toWireAddress(record: AddressRecord): Address {
   const address: Address = {
