@@ -15,6 +15,7 @@ import {
   INGRESS_SECRET_PREFIX, READ_TOKEN_PREFIX, digestSecret, newAddressId, newEventId, newIngressSecret,
   newReadToken, newSlug, secretMatches,
 } from './secrets.js';
+import { eventJson } from './event-json.js';
 import { isoTime } from './iso-time.js';
 import type { Waiters } from './waiters.js';
 
@@ -76,21 +77,43 @@ export function toWireAddress(record: AddressRecord): Address {
   return address;
 }
 
-/** `data`, when the caller holds it parsed already, saves parsing `dataJson` again. */
+/**
+ * An event as the API shows it, its keys in the schema's order. `data`, when the caller
+ * holds it parsed already, saves parsing `dataJson` again. eventJson writes the same as text.
+ */
 export function toWireEvent(record: EventRecord, data: unknown = JSON.parse(record.dataJson)): Event {
-  const event: Event = {
+  const event = {
     id: record.id,
     address_id: record.addressId,
     sequence: record.sequence,
     type: record.type,
     source: record.source,
     data,
-    created_at: iso(record.createdAt),
-  };
+  } as Event;
   if (record.metadataJson !== null) event.metadata = JSON.parse(record.metadataJson);
   if (record.dedupeKey !== null) event.dedupe_key = record.dedupeKey;
+  event.created_at = iso(record.createdAt);
   if (record.acknowledgedAt !== null) event.acknowledged_at = iso(record.acknowledgedAt);
   return event;
+}
+
+/** A page as read from storage, before a transport renders it (toPage, or pageJson for HTTP). */
+export interface RecordPage {
+  records: EventRecord[];
+  hasMore: boolean;
+  /** The cursor the page was asked from: next_cursor when the page is empty. */
+  after: number;
+}
+
+const nextCursor = (page: RecordPage) => (page.records.length > 0 ? page.records[page.records.length - 1].sequence : page.after);
+
+export function toPage(page: RecordPage): EventPage {
+  return { events: page.records.map((record) => toWireEvent(record)), next_cursor: nextCursor(page), has_more: page.hasMore };
+}
+
+/** The JSON text of toPage(page), with each event's stored data spliced in unparsed. */
+export function pageJson(page: RecordPage): string {
+  return `{"events":[${page.records.map(eventJson).join(',')}],"next_cursor":${nextCursor(page)},"has_more":${page.hasMore}}`;
 }
 
 /** Depth of a parsed JSON value, iteratively (a hostile payload must not blow the stack). */
@@ -202,7 +225,7 @@ export class RoostService {
    * Reads a page; with wait > 0 and nothing past `after`, holds until a commit wakes it,
    * `wait` seconds pass, the address goes away, the client leaves (signal) or shutdown.
    */
-  async listEvents(addressId: string, token: string | undefined, options: ListOptions, signal?: AbortSignal): Promise<EventPage> {
+  async listEvents(addressId: string, token: string | undefined, options: ListOptions, signal?: AbortSignal): Promise<RecordPage> {
     let address = await this.authenticate(addressId, token);
     const deadline = this.now() + options.wait * 1000;
     for (;;) {
@@ -213,11 +236,10 @@ export class RoostService {
       if (!ticket || page.events.length > 0 || until <= this.now()) {
         ticket?.cancel();
         if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now()) throw addressNotFound();
-        return this.toPage(page.events, page.hasMore, options.after);
+        return { records: page.events, hasMore: page.hasMore, after: options.after };
       }
       const outcome = await ticket.wait(until - this.now(), signal);
-      if (outcome === 'aborted') return this.toPage([], false, options.after);
-      if (outcome === 'closing') return this.toPage([], false, options.after);
+      if (outcome === 'aborted' || outcome === 'closing') return { records: [], hasMore: false, after: options.after };
       const current = await this.storage.getAddress(addressId, this.now());
       if (!current) throw addressNotFound();
       address = current;
@@ -226,18 +248,10 @@ export class RoostService {
         if (next.events.length > 0) {
           // From the wake-up (the commit's) to the answer being ready, in real time.
           if (ticket.wokenAt !== undefined) this.metrics.wakeLatency.observe((performance.now() - ticket.wokenAt) / 1000);
-          return this.toPage(next.events, next.hasMore, options.after);
+          return { records: next.events, hasMore: next.hasMore, after: options.after };
         }
       }
     }
-  }
-
-  private toPage(records: EventRecord[], hasMore: boolean, after: number): EventPage {
-    return {
-      events: records.map((record) => toWireEvent(record)),
-      next_cursor: records.length > 0 ? records[records.length - 1].sequence : after,
-      has_more: hasMore,
-    };
   }
 
   async ackEvent(addressId: string, token: string | undefined, eventId: string): Promise<{ event: Event }> {

@@ -4,7 +4,7 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { RoostError, invalidRequest, unauthorized } from '../core/errors.js';
-import { bearerToken, type ListOptions, type RoostService } from '../core/service.js';
+import { bearerToken, toPage, type ListOptions, type RoostService } from '../core/service.js';
 import {
   UNTRUSTED_NOTICE, ackInput, ackOutput, addressOutput, createInput, createOutput, deleteInput, deleteOutput, getInput, pollInput,
   pollOutput,
@@ -137,7 +137,7 @@ function pollTool(bound: boolean) {
       const { addressId, token } = await resolveTarget(context, args);
       // Converted from the REST query schema, so validated and defaulted but typed loosely.
       const { after, limit, wait } = args as unknown as ListOptions;
-      const page = await context.service.listEvents(addressId, token, { after, limit, wait }, signal);
+      const page = toPage(await context.service.listEvents(addressId, token, { after, limit, wait }, signal));
       const structured = { notice: UNTRUSTED_NOTICE, ...page };
       return { structured, text: `${UNTRUSTED_NOTICE}\n${json(structured)}` };
     },

@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { invalidRequest } from '../../core/errors.js';
+import { pageJson } from '../../core/service.js';
 import { EventPageSchema, EventResponseSchema, ListEventsQuerySchema, type ListEventsQuery } from '../../schemas.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
@@ -34,7 +35,9 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
     },
     handler: async (request, reply) => {
       const { after, limit, wait } = request.query;
-      return service.listEvents(request.params.addressId, requestToken(request), { after, limit, wait }, clientGone(reply));
+      const page = await service.listEvents(request.params.addressId, requestToken(request), { after, limit, wait }, clientGone(reply));
+      // Written here rather than by the schema's serialiser: stored data goes out as stored.
+      return reply.type('application/json; charset=utf-8').send(pageJson(page));
     },
   });
 

@@ -1,0 +1,18 @@
+// Events as JSON text, written from their stored form. A stored event's `data` and
+// `metadata` are already JSON text (written by JSON.stringify when it was delivered), so
+// an answer can carry them as they are: parsing them only to serialise them again was most
+// of the cost of reading a page after SQLite itself. The text is what JSON.stringify makes
+// of toWireEvent's object, key for key (test/event-json.test.ts holds the two together).
+import type { EventRecord } from '../storage/storage.js';
+import { isoTime } from './iso-time.js';
+
+const text = JSON.stringify;
+
+export function eventJson(record: EventRecord): string {
+  let out = `{"id":${text(record.id)},"address_id":${text(record.addressId)},"sequence":${record.sequence},"type":${text(record.type)},"source":${text(record.source)},"data":${record.dataJson}`;
+  if (record.metadataJson !== null) out += `,"metadata":${record.metadataJson}`;
+  if (record.dedupeKey !== null) out += `,"dedupe_key":${text(record.dedupeKey)}`;
+  out += `,"created_at":"${isoTime(record.createdAt)}"`;
+  if (record.acknowledgedAt !== null) out += `,"acknowledged_at":"${isoTime(record.acknowledgedAt)}"`;
+  return `${out}}`;
+}
