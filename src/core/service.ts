@@ -62,18 +62,16 @@ const CREDENTIALS_NOTE =
   'Read the events URL (and call the MCP URL) with the header "Authorization: Bearer <read_token>"; ' +
   'the inbox URL is a write-only secret for senders.';
 
-const iso = isoTime;
-
 export function toWireAddress(record: AddressRecord): Address {
   const address: Address = {
     id: record.id,
     slug: record.slug,
     name: record.name,
     email: record.email,
-    createdAt: iso(record.createdAt),
+    createdAt: isoTime(record.createdAt),
   };
   if (record.taskId !== null) address.taskId = record.taskId;
-  if (record.expiresAt !== null) address.expiresAt = iso(record.expiresAt);
+  if (record.expiresAt !== null) address.expiresAt = isoTime(record.expiresAt);
   return address;
 }
 
@@ -92,8 +90,8 @@ export function toWireEvent(record: EventRecord, data: unknown = JSON.parse(reco
   } as Event;
   if (record.metadataJson !== null) event.metadata = JSON.parse(record.metadataJson);
   if (record.dedupeKey !== null) event.dedupe_key = record.dedupeKey;
-  event.created_at = iso(record.createdAt);
-  if (record.acknowledgedAt !== null) event.acknowledged_at = iso(record.acknowledgedAt);
+  event.created_at = isoTime(record.createdAt);
+  if (record.acknowledgedAt !== null) event.acknowledged_at = isoTime(record.acknowledgedAt);
   return event;
 }
 
