@@ -51,8 +51,8 @@ export interface EventStreamHandle {
   expiresInMs(): number | null;
   /** True once the service is shutting down: the stream should end. */
   readonly closing: boolean;
-  /** Events past `after` (at most `limit`), or 'gone' once the address is deleted or expired. */
-  readAfter(after: number, limit: number): Promise<{ events: Event[]; hasMore: boolean } | 'gone'>;
+  /** Events past `after` (at most `limit`), as stored (render with eventJson), or 'gone' once the address is deleted or expired. */
+  readAfter(after: number, limit: number): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone'>;
   /** Stops the wake-ups; call it once when the stream ends. */
   close(): void;
 }
@@ -357,7 +357,7 @@ export class RoostService {
         // Deleted or expired: the stream ends with `gone` (CONTRACT §2: behaves as deleted).
         if (!(await this.storage.getAddress(addressId, this.now()))) return 'gone';
         const page = await this.storage.listEvents(addressId, after, limit);
-        return { events: page.events.map((record) => toWireEvent(record)), hasMore: page.hasMore };
+        return { records: page.events, hasMore: page.hasMore };
       },
       close: unsubscribe,
     };

@@ -6,6 +6,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { addressNotFound, invalidRequest } from '../../core/errors.js';
+import { eventJson } from '../../core/event-json.js';
 import { LIMIT_MAX } from '../../core/limits.js';
 import type { EventStreamHandle } from '../../core/service.js';
 import { AddressParamsSchema } from './addresses.js';
@@ -99,10 +100,11 @@ class SseStream {
         await this.send(`event: gone\ndata: ${JSON.stringify(addressNotFound().toJSON())}\n\n`);
         return this.end();
       }
-      if (page.events.length > 0) {
+      if (page.records.length > 0) {
         let chunk = '';
-        for (const event of page.events) chunk += `id: ${event.sequence}\ndata: ${JSON.stringify(event)}\n\n`;
-        this.cursor = page.events[page.events.length - 1].sequence;
+        // One line of JSON each: stored data is JSON.stringify's output, which has no raw line break.
+        for (const record of page.records) chunk += `id: ${record.sequence}\ndata: ${eventJson(record)}\n\n`;
+        this.cursor = page.records[page.records.length - 1].sequence;
         await this.send(chunk);
       }
       if (!page.hasMore || this.ended) return;
