@@ -66,8 +66,8 @@ db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
 // index page ends with a scan of the whole cache's hash table: balance_nonroot renumbers
 // pages through the lock-byte page (page 262,145 at 4 KiB), and pcache1Truncate then sees a
 // page beyond the end of the file. That scan was ~6% of the writer's CPU; half the cache
-// halves it, and the writer alone committed ~4% faster (BENCHMARKS.md). The event loop's connection,
-// which serves reads, keeps the default.
+// halves it, and the writer alone committed ~4% faster (BENCHMARKS.md). The event loop's
+// connection, which serves reads, keeps the default.
 db.pragma('cache_size = -8000');
 const writes = new SqliteWrites(db);
 let pending: Array<Extract<WriteRequest, { op: 'append' }>> = [];
