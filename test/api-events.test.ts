@@ -79,6 +79,8 @@ await forEachEngine('read the queue', (server) => {
     await deliver(a.inbox, { type: 't.x', source: 'ci', data, metadata: { k: 'v' }, dedupe_key: 'key-1' });
     await deliver(a.inbox, {});
     const page = await listEvents(server().url, a);
+    // The page is written as text by the route (stored data spliced in), not by Fastify's serialiser.
+    assert.equal(page.headers.get('content-type'), 'application/json; charset=utf-8');
     const [first, second] = page.body.events;
     assert.deepEqual(first.data, data);
     // Key order as delivered (CONTRACT §3: stored as JSON text, not normalised).

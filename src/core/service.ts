@@ -51,7 +51,10 @@ export interface EventStreamHandle {
   expiresInMs(): number | null;
   /** True once the service is shutting down: the stream should end. */
   readonly closing: boolean;
-  /** Events past `after` (at most `limit`), as stored (render with eventJson), or 'gone' once the address is deleted or expired. */
+  /**
+   * Events past `after` (at most `limit`) as stored, to be written with eventJson; or
+   * 'gone' once the address is deleted or expired.
+   */
   readAfter(after: number, limit: number): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone'>;
   /** Stops the wake-ups; call it once when the stream ends. */
   close(): void;
