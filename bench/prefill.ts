@@ -2,7 +2,7 @@
 // many events, written directly through SqliteStorage (the same code and schema the
 // server uses), with synchronous=NORMAL because only the resulting file matters here.
 import { statSync } from 'node:fs';
-import { digestSecret, newAddressId, newEventId, newIngressSecret, newReadToken, newSlug } from '../src/core/secrets.js';
+import { digestSecret, newAddressId, newIngressSecret, newReadToken, newSlug } from '../src/core/secrets.js';
 import { SqliteStorage } from '../src/storage/sqlite.js';
 import { SMALL_EVENT, type BenchAddress } from './fixtures.js';
 
@@ -41,7 +41,7 @@ export async function prefill(path: string, addresses: number, events: number, s
     const appends: Promise<unknown>[] = [];
     for (let j = done; j < Math.min(events, done + BATCH); j++) {
       appends.push(storage.appendEvent({
-        addressId: ids[j % addresses], eventId: newEventId(), type: 'bench.ping', source: 'https',
+        addressId: ids[j % addresses], type: 'bench.ping', source: 'https',
         dataJson: EVENT_DATA, metadataJson: null, dedupeKey: null, createdAt: Date.now(),
       }, 1000));
     }

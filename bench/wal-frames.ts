@@ -47,7 +47,10 @@ try {
   let next = 0;
   const commit = (count: number) => {
     for (let c = 0; c < count; c++) {
-      const batch: AppendTuple[] = Array.from({ length: BATCH }, () => [ids[next++ % ADDRESSES], newEventId(), 'bench.ping', 'https', data, null, null, Date.now(), 1000]);
+      const batch: AppendTuple[] = Array.from({ length: BATCH }, () => {
+        const now = Date.now();
+        return [ids[next++ % ADDRESSES], newEventId(now), 'bench.ping', 'https', data, null, null, now, 1000];
+      });
       writes.appendBatch(batch);
     }
   };

@@ -1,7 +1,8 @@
-// Migration 3 rebuilds both SQLite tables (events indexed by an integer address key): a file
-// written by version 2 must come out of it with every event as it was — ids, sequences,
-// acknowledgements, idempotency keys, the sequence floor — and behave as before: dedupe,
-// ack-up-to, capacity, deletion of an address with its events.
+// Migrations 3 and 4 rebuild SQLite tables (events indexed by an integer address key, then
+// stored under keys led by the time): a file written by an earlier version must come out
+// with every event as it was — ids, sequences, acknowledgements, idempotency keys, the
+// sequence floor — and behave as before: dedupe, ack by id and up to, capacity, retention,
+// deletion of an address with its events.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,14 +11,15 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { newEventId } from '../src/core/secrets.js';
 import { SqliteStorage } from '../src/storage/sqlite.js';
+import { KEYS_PER_MS } from '../src/storage/sqlite-event-keys.js';
 import { SQLITE_MIGRATIONS } from '../src/storage/sqlite-migrations.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 
-/** A file as version 2 leaves it, with the migrations' own SQL. */
-function versionTwoFile(path: string): Database.Database {
+/** A file as version `version` leaves it, with the migrations' own SQL. */
+function versionFile(path: string, version: number): Database.Database {
   const db = new Database(path);
   db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-  for (const migration of SQLITE_MIGRATIONS.slice(0, 2)) {
+  for (const migration of SQLITE_MIGRATIONS.slice(0, version)) {
     db.exec(migration.sql);
     db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(migration.version, migration.name, Date.now());
   }
@@ -28,7 +30,7 @@ test('SQLite: a version-2 file is upgraded in place (migration 3), every event k
   const dir = mkdtempSync(join(tmpdir(), 'roost-migrate-'));
   try {
     const path = join(dir, 'roost.db');
-    const v2 = versionTwoFile(path);
+    const v2 = versionFile(path, 2);
     const [a, b] = [addressRecord(), addressRecord()];
     const insertAddress = v2.prepare(
       `INSERT INTO addresses (id, slug, name, email, created_at, read_token_digest, ingress_secret_digest, last_sequence)
@@ -84,6 +86,78 @@ test('SQLite: a version-2 file is upgraded in place (migration 3), every event k
     try {
       assert.deepEqual(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get(), { v: SQLITE_MIGRATIONS.length });
       assert.deepEqual(after.prepare('SELECT address_id, COUNT(*) AS n FROM events GROUP BY address_id').all(), [{ address_id: a.id, n: 5 }]);
+      assert.deepEqual(after.pragma('foreign_key_check'), []);
+      assert.deepEqual(after.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
+    } finally {
+      after.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('SQLite: migration 4 stores each event under a key of its millisecond; the others stay findable by id', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'roost-migrate-'));
+  try {
+    const path = join(dir, 'roost.db');
+    const v3 = versionFile(path, 3);
+    const a = addressRecord();
+    v3.prepare(
+      `INSERT INTO addresses (id, slug, name, email, created_at, read_token_digest, ingress_secret_digest)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ).run(a.id, a.slug, a.name, a.email, a.createdAt, a.readTokenDigest, a.ingressSecretDigest);
+    const insertEvent = v3.prepare<[string, number, number]>(
+      `INSERT INTO events (id, address_key, address_id, sequence, type, source, data, created_at)
+       VALUES (?, (SELECT key FROM addresses), '${a.id}', ?, 'message.received', 'https', '{}', ?)`,
+    );
+    const DAY = 86_400_000;
+    const old = Date.now() - 40 * DAY;
+    const recent = Date.now() - 1000;
+    const events = [
+      { id: newEventId(old), createdAt: old, placed: true },
+      { id: newEventId(old), createdAt: old, placed: true }, // the same millisecond: the next key
+      { id: newEventId(old - 1), createdAt: old, placed: false }, // the id's millisecond ended before created_at was taken
+      { id: 'evt_Rand0mIdOfAnOlderVers1', createdAt: old, placed: false }, // before time-led ids
+      { id: newEventId(recent), createdAt: recent, placed: true },
+      { id: 'evt_AnotherRand0mOlderId2', createdAt: recent, placed: false },
+    ];
+    events.forEach((e, i) => insertEvent.run(e.id, i + 1, e.createdAt));
+    v3.close();
+
+    const storage = new SqliteStorage(path);
+    try {
+      const page = await storage.listEvents(a.id, 0, 100);
+      assert.deepEqual(page.events.map((e) => [e.id, e.sequence, e.createdAt]), events.map((e, i) => [e.id, i + 1, e.createdAt]));
+      // Every event is found by its id, placed or not.
+      for (const e of events) assert.equal((await storage.ackEvent(a.id, e.id, Date.now()))?.id, e.id);
+      const reader = new Database(path, { readonly: true });
+      try {
+        const unplaced = reader.prepare<[], { id: string }>('SELECT id FROM unplaced_event_ids ORDER BY event_key').all().map((r) => r.id);
+        assert.deepEqual(unplaced, events.filter((e) => !e.placed).map((e) => e.id));
+      } finally {
+        reader.close();
+      }
+      // A new event in the millisecond of a migrated one takes the next key.
+      const next = await storage.appendEvent(appendInput(a.id, { createdAt: recent }), 1000);
+      assert.equal(next.status === 'created' && next.event.sequence, 7);
+      // Retention takes the old events, unplaced ones too, and nothing else.
+      assert.equal((await storage.purge(Date.now(), Date.now() - 30 * DAY)).eventsPurged, 4);
+      assert.deepEqual((await storage.listEvents(a.id, 0, 100)).events.map((e) => e.sequence), [5, 6, 7]);
+    } finally {
+      await storage.close();
+    }
+
+    const after = new Database(path, { readonly: true });
+    try {
+      const keys = after.prepare<[], { key: number; id: string }>('SELECT rowid AS key, id FROM events ORDER BY sequence').all();
+      const first = recent * KEYS_PER_MS;
+      assert.deepEqual(keys.map((k) => k.key), [first, 6, first + 1], 'placed in its millisecond, or kept its old rowid');
+      assert.deepEqual(after.prepare('SELECT event_key, id FROM unplaced_event_ids').all(), [{ event_key: 6, id: events[5].id }]);
+      assert.deepEqual(
+        after.prepare("SELECT name FROM sqlite_schema WHERE tbl_name = 'events' AND type = 'index' ORDER BY name").all().map((r) => (r as { name: string }).name),
+        ['events_acknowledged', 'events_by_dedupe_key', 'events_by_sequence'],
+        'no index on ids or on age',
+      );
       assert.deepEqual(after.pragma('foreign_key_check'), []);
       assert.deepEqual(after.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
     } finally {

@@ -126,7 +126,7 @@ describe('SQLite: a version-1 file is upgraded in place (migration 2)', () => {
          VALUES (?, ?, ?, ?, ?, ?, ?, 7)`,
       ).run(a.id, a.slug, a.name, a.email, a.createdAt, a.readTokenDigest, a.ingressSecretDigest);
       const insert = v1.prepare('INSERT INTO events (id, address_id, sequence, type, source, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
-      for (let s = 1; s <= 5; s++) insert.run(newEventId(), a.id, s, 'message.received', 'https', '{}', Date.now());
+      for (let s = 1; s <= 5; s++) insert.run(newEventId(Date.now()), a.id, s, 'message.received', 'https', '{}', Date.now());
       v1.close();
 
       const storage = new SqliteStorage(path);

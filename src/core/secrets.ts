@@ -25,13 +25,14 @@ function randomId(bytes: number): string {
 
 export const newAddressId = () => `addr_${randomId(16)}`;
 /**
- * `evt_`, the creation time (12 hex digits of milliseconds since the epoch), then 128 random
- * bits. The time leads so that new ids land at the end of the storage's id index instead
- * of at a random leaf: a random id cost every append one more page written (~20% of an
- * append in SQLite). The time is no secret (it is the event's created_at); the 128 random
- * bits are what the contract asks of an id.
+ * `evt_`, a millisecond (12 hex digits since the epoch), then 128 random bits. The engine
+ * mints it when it stores the event, from the event's created_at: PostgreSQL's id index
+ * then grows at its end instead of at a random leaf (a random id cost every append one more
+ * page written), and SQLite finds the row by the millisecond, which may be later than
+ * created_at there (sqlite-event-keys.ts). The time is no secret; the 128 random bits are
+ * what the contract asks of an id.
  */
-export const newEventId = (now = Date.now()) => `evt_${now.toString(16).padStart(12, '0')}${randomId(16)}`;
+export const newEventId = (ms: number) => `evt_${ms.toString(16).padStart(12, '0')}${randomId(16)}`;
 export const newReadToken = () => `${READ_TOKEN_PREFIX}${random(32)}`;
 export const newIngressSecret = () => `${INGRESS_SECRET_PREFIX}${random(32)}`;
 

@@ -12,7 +12,7 @@ import {
 import { EVENT_CAPACITY, IDEMPOTENCY_KEY_PATTERN, MAX_JSON_DEPTH, RETENTION_MS } from './limits.js';
 import type { Metrics } from './metrics.js';
 import {
-  INGRESS_SECRET_PREFIX, READ_TOKEN_PREFIX, digestSecret, newAddressId, newEventId, newIngressSecret,
+  INGRESS_SECRET_PREFIX, READ_TOKEN_PREFIX, digestSecret, newAddressId, newIngressSecret,
   newReadToken, newSlug, secretMatches,
 } from './secrets.js';
 import { eventJson } from './event-json.js';
@@ -311,7 +311,6 @@ export class RoostService {
     const result = await this.storage.appendEvent(
       {
         addressId: address.id,
-        eventId: newEventId(),
         type: input.type ?? 'message.received',
         source: input.source ?? 'https',
         dataJson: JSON.stringify(input.data ?? null),

@@ -20,6 +20,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { RoostError, invalidRequest, unavailable } from '../core/errors.js';
 import { takeFromBucket } from '../core/token-bucket.js';
+import { newEventId } from '../core/secrets.js';
 import { PG_MIGRATIONS } from './postgres-migrations.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, insertedEvent, toAddress, toEvent, type AddressRow, type EventRow } from './rows.js';
 import {
@@ -527,21 +528,23 @@ export class PostgresStorage implements Storage {
   // --- events --------------------------------------------------------------------------
 
   async appendEvent(input: AppendInput, capacity: number): Promise<AppendResult> {
+    // Time-led (newEventId): the primary key's index grows at its end.
+    const eventId = newEventId(input.createdAt);
     try {
       const { rows } = await this.query<{ sequence: number }>(SQL.appendFast, [
-        input.eventId, input.addressId, input.type, input.source, input.dataJson, input.metadataJson, input.dedupeKey,
+        eventId, input.addressId, input.type, input.source, input.dataJson, input.metadataJson, input.dedupeKey,
         input.createdAt, capacity,
       ]);
       if (rows[0]) {
         this.announce(input.addressId);
-        return { status: 'created', event: insertedEvent(input, rows[0].sequence) };
+        return { status: 'created', event: insertedEvent(input, eventId, rows[0].sequence) };
       }
     } catch (error) {
       if (!isUniqueViolation(error, 'events_by_dedupe_key')) throw error;
     }
     for (let attempt = 1; ; attempt++) {
       try {
-        const result = await this.transaction((db) => this.appendTransaction(db, input, capacity));
+        const result = await this.transaction((db) => this.appendTransaction(db, input, eventId, capacity));
         if (result.status === 'created') this.announce(input.addressId);
         return result;
       } catch (error) {
@@ -554,7 +557,7 @@ export class PostgresStorage implements Storage {
     }
   }
 
-  private async appendTransaction(db: pg.PoolClient, input: AppendInput, capacity: number): Promise<Outcome<AppendResult>> {
+  private async appendTransaction(db: pg.PoolClient, input: AppendInput, eventId: string, capacity: number): Promise<Outcome<AppendResult>> {
     const bumped = await db.query<{ last_sequence: number }>(statement(SQL.bumpSequence, [input.addressId, input.createdAt]));
     if (bumped.rows.length === 0) return { rollback: { status: 'address_not_found' } };
     const sequence = bumped.rows[0].last_sequence;
@@ -574,10 +577,10 @@ export class PostgresStorage implements Storage {
       }
     }
     await db.query(statement(SQL.insertEvent, [
-      input.eventId, input.addressId, sequence, input.type, input.source, input.dataJson, input.metadataJson,
+      eventId, input.addressId, sequence, input.type, input.source, input.dataJson, input.metadataJson,
       input.dedupeKey, input.createdAt,
     ]));
-    return { commit: { status: 'created', event: insertedEvent(input, sequence) } };
+    return { commit: { status: 'created', event: insertedEvent(input, eventId, sequence) } };
   }
 
   /**

@@ -42,9 +42,9 @@ export const toEvent = (row: EventRow): EventRecord => ({
   acknowledgedAt: row.acknowledged_at,
 });
 
-/** The record of an event an engine has just inserted with `sequence`. */
-export const insertedEvent = (input: AppendInput, sequence: number): EventRecord => ({
-  id: input.eventId,
+/** The record of an event an engine has just inserted as `id` with `sequence`. */
+export const insertedEvent = (input: AppendInput, id: string, sequence: number): EventRecord => ({
+  id,
   addressId: input.addressId,
   sequence,
   type: input.type,

@@ -1,6 +1,7 @@
 // Opening the SQLite file the same way from every thread that uses it, and the numbered
 // migrations, run once at start before any other connection is opened.
 import Database from 'better-sqlite3';
+import { msOfId } from './sqlite-event-keys.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 
 export type Synchronous = 'FULL' | 'NORMAL';
@@ -15,6 +16,8 @@ export function openSqlite(path: string, synchronous: Synchronous): Database.Dat
 }
 
 export function migrate(db: Database.Database): void {
+  // Migration 4 places each event by the millisecond its id carries.
+  db.function('roost_ms_of_id', { deterministic: true }, (id: unknown) => (typeof id === 'string' ? msOfId(id) : null));
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
   const applied = new Set(db.prepare<[], { version: number }>('SELECT version FROM schema_migrations').all().map((r) => r.version));
   const apply = db.transaction((m: (typeof SQLITE_MIGRATIONS)[number]) => {

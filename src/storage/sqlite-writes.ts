@@ -5,6 +5,7 @@ import type Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
 import { takeFromBucket } from '../core/token-bucket.js';
 import { EVENT_COLUMNS, toEvent, type EventRow } from './rows.js';
+import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId } from './sqlite-event-keys.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
 import type { AddressRecord, AppendInput, EventRecord, PurgeResult, TokenBucketResult } from './storage.js';
 
@@ -18,22 +19,23 @@ export type AppendOutcome =
   | { status: 'failed'; error: unknown };
 
 /**
- * One append as it crosses to the writer thread: the AppendInput's fields and the capacity,
- * in this order. A flat tuple is cloned by postMessage at about half the cost of an object.
+ * One append as it crosses to the writer thread: the AppendInput's fields with the new
+ * event's id, and the capacity, in this order. A flat tuple is cloned by postMessage at
+ * about half the cost of an object.
  */
 export type AppendTuple = [
   addressId: string, eventId: string, type: string, source: string, dataJson: string,
   metadataJson: string | null, dedupeKey: string | null, createdAt: number, capacity: number,
 ];
 
-export const toAppendTuple = (input: AppendInput, capacity: number): AppendTuple => [
-  input.addressId, input.eventId, input.type, input.source, input.dataJson, input.metadataJson, input.dedupeKey, input.createdAt, capacity,
+export const toAppendTuple = (input: AppendInput, eventId: string, capacity: number): AppendTuple => [
+  input.addressId, eventId, input.type, input.source, input.dataJson, input.metadataJson, input.dedupeKey, input.createdAt, capacity,
 ];
 
-/** The insert's parameters: the address's key, then EVENT_COLUMNS in order (acknowledged_at is NULL). */
-type EventInsert = readonly [
-  addressKey: number, id: string, addressId: string, sequence: number, type: string, source: string, dataJson: string,
-  metadataJson: string | null, dedupeKey: string | null, createdAt: number,
+/** An inserted row after its key (rowid): its address's key, then EVENT_COLUMNS in order (acknowledged_at is NULL). */
+type EventColumns = readonly [
+  addressKey: number, id: string, addressId: string, sequence: number, type: string, source: string,
+  dataJson: string, metadataJson: string | null, dedupeKey: string | null, createdAt: number,
 ];
 
 export interface CommitStats {
@@ -70,8 +72,14 @@ export class SqliteWrites {
    * entries (they are read again when next needed), and a failed COMMIT drops them all.
    */
   private readonly queues = new Map<string, QueueState>();
-  /** Eviction and insert together, in a savepoint of the batch's transaction. */
-  private readonly evictThenInsert: Database.Transaction<(oldestId: string, row: EventInsert) => void>;
+  /**
+   * The highest key given out in a millisecond's range (sqlite-event-keys.ts): the next
+   * event of that millisecond, or of a later one, needs no query for its key. Exact for
+   * the reason `queues` is; a key given to an append that then failed is a gap, no clash.
+   */
+  private lastKey: number;
+  /** An insert that writes more than its row (an eviction, an unplaced id), in a savepoint of the batch's transaction. */
+  private readonly insertWithMore: Database.Transaction<(evictKey: number | null, key: number | null, columns: EventColumns) => void>;
 
   constructor(private readonly db: Database.Database) {
     this.sql = {
@@ -91,19 +99,30 @@ export class SqliteWrites {
       ),
       eventByKey: db.prepare<[number, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_key = ? AND dedupe_key = ?`),
       countEvents: db.prepare<[number], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_key = ?'),
-      oldestAcknowledged: db.prepare<[number], { id: string }>(
-        'SELECT id FROM events WHERE address_key = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT 1',
+      oldestAcknowledged: db.prepare<[number], { key: number }>(
+        'SELECT rowid AS key FROM events WHERE address_key = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT 1',
       ),
-      deleteEvent: db.prepare('DELETE FROM events WHERE id = ?'),
+      deleteEvent: db.prepare('DELETE FROM events WHERE rowid = ?'),
       insertEvent: db.prepare(
-        `INSERT INTO events (address_key, ${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+        `INSERT INTO events (rowid, address_key, ${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
       ),
-      ack: db.prepare<[number, string, string], EventRow>(
-        `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?) WHERE id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
+      highestKeyIn: db.prepare<[number, number], { key: number | null }>('SELECT MAX(rowid) AS key FROM events WHERE rowid >= ? AND rowid < ?'),
+      recordUnplaced: db.prepare('INSERT OR REPLACE INTO unplaced_event_ids (event_key, id) VALUES (?, ?)'),
+      // An event by id: among the keys of the millisecond its id carries...
+      ackInRange: db.prepare<[number, number, number, string, string], EventRow>(
+        `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?)
+         WHERE rowid >= ? AND rowid < ? AND id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
+      ),
+      // ...or, when it is not there, by unplaced_event_ids (sqlite-event-keys.ts; almost always empty).
+      ackUnplaced: db.prepare<[number, string, string, string], EventRow>(
+        `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?)
+         WHERE rowid = (SELECT event_key FROM unplaced_event_ids WHERE id = ?) AND id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
       ),
       ackUpTo: db.prepare(`UPDATE events SET acknowledged_at = ? WHERE address_key = ${KEY_OF_ID} AND sequence <= ? AND acknowledged_at IS NULL`),
       expired: db.prepare<[number], { id: string }>('SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 500'),
-      purgeOld: db.prepare('DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE created_at < ? LIMIT 5000)'),
+      // Past retention: a range of keys (sqlite-event-keys.ts), which holds the unplaced
+      // events too (below LOW_KEYS): for those, created_at decides.
+      purgeOld: db.prepare('DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE rowid < ? AND created_at < ? LIMIT 5000)'),
       bucket: db.prepare<[string], { tokens: number; updated_at: number }>('SELECT tokens, updated_at FROM rate_buckets WHERE key = ?'),
       saveBucket: db.prepare(
         `INSERT INTO rate_buckets (key, tokens, updated_at) VALUES (?, ?, ?)
@@ -111,10 +130,16 @@ export class SqliteWrites {
       ),
       forgetFullBuckets: db.prepare('DELETE FROM rate_buckets WHERE updated_at < ?'),
     };
-    this.evictThenInsert = db.transaction((oldestId: string, row: EventInsert) => {
-      this.sql.deleteEvent.run(oldestId);
-      this.sql.insertEvent.run(...row);
+    this.insertWithMore = db.transaction((evictKey: number | null, key: number | null, columns: EventColumns) => {
+      if (evictKey !== null) this.sql.deleteEvent.run(evictKey);
+      if (key !== null) this.sql.insertEvent.run(key, ...columns);
+      else {
+        const low = (this.sql.highestKeyIn.get(0, LOW_KEYS)!.key ?? 0) + 1;
+        this.sql.insertEvent.run(low, ...columns);
+        this.sql.recordUnplaced.run(low, columns[1]);
+      }
     });
+    this.lastKey = db.prepare<[], { key: number | null }>('SELECT MAX(rowid) AS key FROM events').get()!.key ?? 0;
   }
 
   insertAddress(address: AddressRecord): 'ok' | 'slug_taken' {
@@ -189,19 +214,41 @@ export class SqliteWrites {
     const span = state.high === null ? 0 : state.high - state.low! + 1;
     // Never reused: the floor covers removed events, the newest of them included.
     const sequence = Math.max(state.high ?? 0, state.floor) + 1;
-    const row = [state.key, eventId, addressId, sequence, type, source, dataJson, metadataJson, dedupeKey, createdAt] as const;
+    let evictKey: number | null = null;
     if (span >= capacity && this.sql.countEvents.get(state.key)!.n >= capacity) {
       const oldest = this.sql.oldestAcknowledged.get(state.key);
       if (!oldest) return { status: 'queue_full' };
-      this.evictThenInsert(oldest.id, row);
-      this.queues.delete(addressId); // low and floor have moved: read them again next time
-      return { status: 'created', sequence };
+      evictKey = oldest.key;
     }
-    // One statement: no savepoint needed (one costs ~0.8 µs of the writer's ~14 µs an append).
-    this.sql.insertEvent.run(...row);
-    state.high = sequence;
-    state.low ??= sequence;
+    const key = this.keyFor(createdAt);
+    const columns = [state.key, eventId, addressId, sequence, type, source, dataJson, metadataJson, dedupeKey, createdAt] as const;
+    if (evictKey === null && key !== null) {
+      // One statement: no savepoint needed (one costs ~0.8 µs of the writer's ~14 µs an append).
+      this.sql.insertEvent.run(key, ...columns);
+      state.high = sequence;
+      state.low ??= sequence;
+    } else {
+      this.insertWithMore(evictKey, key, columns);
+      this.queues.delete(addressId); // low and floor may have moved: read them again next time
+    }
     return { status: 'created', sequence };
+  }
+
+  /**
+   * The key of a new event created at `createdAt`: the next one of its millisecond's range,
+   * or null when that range is full or starts below LOW_KEYS (sqlite-event-keys.ts).
+   */
+  private keyFor(createdAt: number): number | null {
+    const first = firstKeyOf(createdAt);
+    if (first === null) return null;
+    const end = first + KEYS_PER_MS;
+    // A later millisecond than any before (almost every append), or the same one.
+    if (this.lastKey < first) return (this.lastKey = first);
+    if (this.lastKey < end) return this.lastKey + 1 < end ? ++this.lastKey : null;
+    // An earlier millisecond: the clock stepped back, or the append was made with an earlier time.
+    const held = this.sql.highestKeyIn.get(first, end)!.key;
+    const key = held === null ? first : held + 1;
+    return key < end ? key : null;
   }
 
   private queueState(addressId: string): QueueState | undefined {
@@ -215,7 +262,11 @@ export class SqliteWrites {
   }
 
   ackEvent(addressId: string, eventId: string, now: number): EventRecord | null {
-    const row = this.sql.ack.get(now, eventId, addressId);
+    const ms = msOfId(eventId);
+    const first = ms === null ? null : firstKeyOf(ms);
+    const row =
+      (first === null ? undefined : this.sql.ackInRange.get(now, first, first + KEYS_PER_MS, eventId, addressId)) ??
+      this.sql.ackUnplaced.get(now, eventId, eventId, addressId);
     return row ? toEvent(row) : null;
   }
 
@@ -238,9 +289,10 @@ export class SqliteWrites {
       })();
       expiredAddressIds.push(...batch);
     }
-    // In slices, so that a large purge never holds the writer for long.
+    // In slices, so that a large purge never holds the writer for long. An event whose key
+    // ran ahead of the clock (EventKeys.next) goes when its key's millisecond is past.
     for (let changes = -1; changes !== 0; ) {
-      changes = this.sql.purgeOld.run(retainAfter).changes;
+      changes = this.sql.purgeOld.run(retainAfter * KEYS_PER_MS, retainAfter).changes;
       eventsPurged += changes;
     }
     return { expiredAddressIds, eventsPurged };

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { newEventId } from '../core/secrets.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, insertedEvent, toAddress, type AddressRow } from './rows.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
 import { lockForThisProcess, migrate, openSqlite, type Synchronous } from './sqlite-connection.js';
@@ -36,6 +37,8 @@ const pageRowToEvent = (row: EventTuple): EventRecord => ({
 
 interface PendingAppend {
   input: AppendInput;
+  /** The new event's id, from its created_at: the writer stores it by that millisecond (sqlite-event-keys.ts). */
+  id: string;
   capacity: number;
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
@@ -213,7 +216,7 @@ export class SqliteStorage implements Storage {
   appendEvent(input: AppendInput, capacity: number): Promise<AppendResult> {
     if (this.closing) return Promise.reject(new Error('storage is closed'));
     return new Promise((resolve, reject) => {
-      this.outbox.push({ input, capacity, resolve, reject });
+      this.outbox.push({ input, id: newEventId(input.createdAt), capacity, resolve, reject });
       if (!this.groupCommit) this.sendAppends();
       // Everything parsed in this turn of the event loop goes to the writer in one message.
       else if (this.outbox.length === 1) setImmediate(() => this.sendAppends());
@@ -227,12 +230,12 @@ export class SqliteStorage implements Storage {
     this.outbox = [];
     // Pushed, not mapped: a packed array crosses postMessage faster than map's holey one.
     const items: AppendTuple[] = [];
-    for (const item of batch) items.push(toAppendTuple(item.input, item.capacity));
+    for (const item of batch) items.push(toAppendTuple(item.input, item.id, item.capacity));
     this.send<WireOutcome[]>({ op: 'append', items }).then(
       (outcomes) =>
         batch.forEach((item, i) => {
           const outcome = outcomes[i];
-          if (typeof outcome === 'number') item.resolve({ status: 'created', event: insertedEvent(item.input, outcome) });
+          if (typeof outcome === 'number') item.resolve({ status: 'created', event: insertedEvent(item.input, item.id, outcome) });
           else if (outcome.status === 'failed') item.reject(fromWire(outcome.error));
           else item.resolve(outcome);
         }),

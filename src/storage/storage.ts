@@ -33,10 +33,9 @@ export interface EventRecord {
   acknowledgedAt: number | null;
 }
 
+/** A new event as the service hands it over; the engine gives it its id (newEventId). */
 export interface AppendInput {
   addressId: string;
-  /** A fresh evt_ id; used only if the event is created. */
-  eventId: string;
   type: string;
   source: string;
   dataJson: string;

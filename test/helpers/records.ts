@@ -1,6 +1,6 @@
 // Storage records for tests that drive an engine directly (below HTTP): a fresh address
 // and an append with plausible defaults, each overridable.
-import { newAddressId, newEventId } from '../../src/core/secrets.js';
+import { newAddressId } from '../../src/core/secrets.js';
 import type { AddressRecord, AppendInput } from '../../src/storage/storage.js';
 
 let counter = 0;
@@ -26,7 +26,6 @@ export function addressRecord(overrides: Partial<AddressRecord> = {}): AddressRe
 export function appendInput(addressId: string, overrides: Partial<AppendInput> = {}): AppendInput {
   return {
     addressId,
-    eventId: newEventId(),
     type: 'message.received',
     source: 'https',
     dataJson: '{}',
