@@ -26,6 +26,18 @@ function versionFile(path: string, version: number): Database.Database {
   return db;
 }
 
+/** Opens the file read-only for `check`, then requires it consistent: foreign keys, integrity. */
+function inspectFile(path: string, check: (db: Database.Database) => void): void {
+  const db = new Database(path, { readonly: true });
+  try {
+    check(db);
+    assert.deepEqual(db.pragma('foreign_key_check'), []);
+    assert.deepEqual(db.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
+  } finally {
+    db.close();
+  }
+}
+
 test('SQLite: a version-2 file is upgraded in place (migration 3), every event kept as it was', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'roost-migrate-'));
   try {
@@ -82,15 +94,10 @@ test('SQLite: a version-2 file is upgraded in place (migration 3), every event k
       await storage.close();
     }
 
-    const after = new Database(path, { readonly: true });
-    try {
+    inspectFile(path, (after) => {
       assert.deepEqual(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get(), { v: SQLITE_MIGRATIONS.length });
       assert.deepEqual(after.prepare('SELECT address_id, COUNT(*) AS n FROM events GROUP BY address_id').all(), [{ address_id: a.id, n: 5 }]);
-      assert.deepEqual(after.pragma('foreign_key_check'), []);
-      assert.deepEqual(after.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
-    } finally {
-      after.close();
-    }
+    });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -130,13 +137,10 @@ test('SQLite: migration 4 stores each event under a key of its millisecond; the 
       assert.deepEqual(page.events.map((e) => [e.id, e.sequence, e.createdAt]), events.map((e, i) => [e.id, i + 1, e.createdAt]));
       // Every event is found by its id, placed or not.
       for (const e of events) assert.equal((await storage.ackEvent(a.id, e.id, Date.now()))?.id, e.id);
-      const reader = new Database(path, { readonly: true });
-      try {
+      inspectFile(path, (reader) => {
         const unplaced = reader.prepare<[], { id: string }>('SELECT id FROM unplaced_event_ids ORDER BY event_key').all().map((r) => r.id);
         assert.deepEqual(unplaced, events.filter((e) => !e.placed).map((e) => e.id));
-      } finally {
-        reader.close();
-      }
+      });
       // A new event in the millisecond of a migrated one takes the next key.
       const next = await storage.appendEvent(appendInput(a.id, { createdAt: recent }), 1000);
       assert.equal(next.status === 'created' && next.event.sequence, 7);
@@ -147,8 +151,7 @@ test('SQLite: migration 4 stores each event under a key of its millisecond; the 
       await storage.close();
     }
 
-    const after = new Database(path, { readonly: true });
-    try {
+    inspectFile(path, (after) => {
       const keys = after.prepare<[], { key: number; id: string }>('SELECT rowid AS key, id FROM events ORDER BY sequence').all();
       const first = recent * KEYS_PER_MS;
       assert.deepEqual(keys.map((k) => k.key), [first, 6, first + 1], 'placed in its millisecond, or kept its old rowid');
@@ -158,11 +161,7 @@ test('SQLite: migration 4 stores each event under a key of its millisecond; the 
         ['events_acknowledged', 'events_by_dedupe_key', 'events_by_sequence'],
         'no index on ids or on age',
       );
-      assert.deepEqual(after.pragma('foreign_key_check'), []);
-      assert.deepEqual(after.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
-    } finally {
-      after.close();
-    }
+    });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -28,9 +28,9 @@ export const newAddressId = () => `addr_${randomId(16)}`;
  * `evt_`, a millisecond (12 hex digits since the epoch), then 128 random bits. The engine
  * mints it when it stores the event, from the event's created_at: PostgreSQL's id index
  * then grows at its end instead of at a random leaf (a random id cost every append one more
- * page written), and SQLite finds the row by the millisecond, which may be later than
- * created_at there (sqlite-event-keys.ts). The time is no secret; the 128 random bits are
- * what the contract asks of an id.
+ * page written), and SQLite finds the row among the keys of that millisecond
+ * (sqlite-event-keys.ts). The time is no secret; the 128 random bits are what the contract
+ * asks of an id.
  */
 export const newEventId = (ms: number) => `evt_${ms.toString(16).padStart(12, '0')}${randomId(16)}`;
 export const newReadToken = () => `${READ_TOKEN_PREFIX}${random(32)}`;

@@ -289,8 +289,7 @@ export class SqliteWrites {
       })();
       expiredAddressIds.push(...batch);
     }
-    // In slices, so that a large purge never holds the writer for long. An event whose key
-    // ran ahead of the clock (EventKeys.next) goes when its key's millisecond is past.
+    // In slices, so that a large purge never holds the writer for long.
     for (let changes = -1; changes !== 0; ) {
       changes = this.sql.purgeOld.run(retainAfter * KEYS_PER_MS, retainAfter).changes;
       eventsPurged += changes;
