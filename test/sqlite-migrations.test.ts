@@ -152,6 +152,9 @@ test('SQLite: migration 4 stores each event under a key of its millisecond; the 
     }
 
     inspectFile(path, (after) => {
+      // The key is the table's INTEGER PRIMARY KEY, which VACUUM never renumbers (an implicit rowid, SQLite says, it may).
+      const pk = after.pragma('table_info(events)').filter((c) => (c as { pk: number }).pk > 0);
+      assert.deepEqual(pk.map((c) => [(c as { name: string }).name, (c as { type: string }).type]), [['key', 'INTEGER']]);
       const keys = after.prepare<[], { key: number; id: string }>('SELECT rowid AS key, id FROM events ORDER BY sequence').all();
       const first = recent * KEYS_PER_MS;
       assert.deepEqual(keys.map((k) => k.key), [first, 6, first + 1], 'placed in its millisecond, or kept its old rowid');

@@ -1,6 +1,6 @@
 // The row keys of SQLite events (migration 4). An event created in millisecond `ms` is
-// stored under a key in [ms × 1,024, (ms + 1) × 1,024), and its id (newEventId) carries the
-// same millisecond. So the table's own B-tree, where every append lands at its end, answers
+// stored under a key (`events.key`, the INTEGER PRIMARY KEY, i.e. the rowid) in
+// [ms × 1,024, (ms + 1) × 1,024), and its id (newEventId) carries the same millisecond. So the table's own B-tree, where every append lands at its end, answers
 // the two questions that each needed an index of their own, with a leaf of each written by
 // every append: which row has this id (among one millisecond's keys) and which events are
 // past retention (a range of keys). Without those two indexes a commit of 22 appends took

@@ -148,10 +148,12 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
     // does not carry its created_at keeps its old rowid, below 2^32, where no millisecond's
     // range is, and unplaced_event_ids finds it by id: the ids of versions before time-led
     // ids, and time-led ids whose millisecond ended between minting the id and stamping
-    // created_at. roost_ms_of_id is msOfId, registered by migrate(). The table is rebuilt,
-    // as in migration 3.
+    // created_at. The key is an explicit INTEGER PRIMARY KEY (the rowid itself, which the
+    // code names) because VACUUM may renumber an implicit rowid. roost_ms_of_id is msOfId,
+    // registered by migrate(). The table is rebuilt, as in migration 3.
     sql: `
       CREATE TABLE events_v4 (
+        key             INTEGER PRIMARY KEY,
         id              TEXT NOT NULL,
         address_key     INTEGER NOT NULL REFERENCES addresses (key) ON DELETE CASCADE,
         address_id      TEXT NOT NULL,
@@ -164,7 +166,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
         created_at      INTEGER NOT NULL,
         acknowledged_at INTEGER
       );
-      INSERT INTO events_v4 (rowid, id, address_key, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at)
+      INSERT INTO events_v4 (key, id, address_key, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at)
         SELECT CASE WHEN ms = created_at AND ms * 1024 >= 4294967296 AND rank <= 1024 THEN ms * 1024 + rank - 1 ELSE old_key END,
                id, address_key, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at
         FROM (SELECT e.rowid AS old_key, e.*, roost_ms_of_id(e.id) AS ms,
@@ -177,7 +179,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
         event_key INTEGER PRIMARY KEY,
         id        TEXT NOT NULL UNIQUE
       );
-      INSERT INTO unplaced_event_ids (event_key, id) SELECT rowid, id FROM events_v4 WHERE rowid < 4294967296;
+      INSERT INTO unplaced_event_ids (event_key, id) SELECT key, id FROM events_v4 WHERE key < 4294967296;
 
       DROP TRIGGER events_removed;
       DROP TABLE events;
@@ -192,9 +194,9 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
       BEGIN
         UPDATE addresses SET last_sequence = OLD.sequence WHERE key = OLD.address_key AND last_sequence < OLD.sequence;
       END;
-      CREATE TRIGGER unplaced_event_removed AFTER DELETE ON events WHEN OLD.rowid < 4294967296
+      CREATE TRIGGER unplaced_event_removed AFTER DELETE ON events WHEN OLD.key < 4294967296
       BEGIN
-        DELETE FROM unplaced_event_ids WHERE event_key = OLD.rowid;
+        DELETE FROM unplaced_event_ids WHERE event_key = OLD.key;
       END;
     `,
   },
