@@ -142,14 +142,14 @@ describe('SQLite group commit: a failed append in a batch', () => {
   const tuple = (input: AppendInput, capacity = 1000) => toAppendTuple(input, newEventId(input.createdAt), capacity);
   // Inserts of type 'refused' fail from then on. RAISE(ABORT) fails its statement alone, as
   // a constraint does: the transaction goes on.
-  const refuseType = () => db.exec(`CREATE TEMP TRIGGER refuse BEFORE INSERT ON events WHEN NEW.type = 'refused' BEGIN SELECT RAISE(ABORT, 'refused'); END`);
+  const refuseTypeRefused = () => db.exec(`CREATE TEMP TRIGGER refuse BEFORE INSERT ON events WHEN NEW.type = 'refused' BEGIN SELECT RAISE(ABORT, 'refused'); END`);
   const sequences = (addressId: string) =>
     db.prepare<[string], { sequence: number }>('SELECT sequence FROM events WHERE address_id = ? ORDER BY sequence').all(addressId).map((r) => r.sequence);
 
   test('fails alone: the appends around it commit, and its sequence is given to the next one', () => {
     const a = addressRecord();
     writes.insertAddress(a);
-    refuseType();
+    refuseTypeRefused();
     const outcomes = writes.appendBatch([tuple(appendInput(a.id)), tuple(appendInput(a.id, { type: 'refused' })), tuple(appendInput(a.id))]);
     assert.deepEqual(outcomes.map((o) => o.status), ['created', 'failed', 'created']);
     assert.deepEqual(outcomes.map((o) => (o.status === 'created' ? o.sequence : null)), [1, null, 2]);
@@ -162,7 +162,7 @@ describe('SQLite group commit: a failed append in a batch', () => {
     writes.appendBatch([tuple(appendInput(a.id), 2), tuple(appendInput(a.id), 2)]);
     writes.ackUpTo(a.id, 1, Date.now()); // the queue is full; event 1 may be evicted
     // Its insert fails after its eviction of event 1.
-    refuseType();
+    refuseTypeRefused();
     const [failed] = writes.appendBatch([tuple(appendInput(a.id, { type: 'refused' }), 2)]);
     assert.equal(failed.status, 'failed');
     assert.deepEqual(sequences(a.id), [1, 2], 'its eviction was undone with it');
