@@ -10,7 +10,9 @@ import { serveIpc } from './processes.js';
 const { values } = parseArgs({ options: { smtp: { type: 'boolean', default: false } } });
 
 const app = Fastify();
-app.post('/api/v1/inbox/:addressId/:secret', async (request, reply) => reply.code(202).send({ event: request.body, duplicate: false }));
+app.post('/api/v1/inbox/:addressId/:secret', async (request, reply) =>
+  reply.code(202).send({ event: request.body, duplicate: false }),
+);
 let page: unknown = { events: [], next_cursor: 0, has_more: false };
 app.get('/api/v1/addresses/:addressId/events', async () => page);
 await app.listen({ port: 0, host: '127.0.0.1' });

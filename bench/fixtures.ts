@@ -14,7 +14,10 @@ export interface BenchAddress {
 export const JSON_HEADERS = { 'content-type': 'application/json' };
 
 /** A small delivery, like a typical webhook notification. */
-export const SMALL_EVENT = JSON.stringify({ type: 'bench.ping', data: { status: 'done', job: 'build-1234', ok: true, attempt: 1 } });
+export const SMALL_EVENT = JSON.stringify({
+  type: 'bench.ping',
+  data: { status: 'done', job: 'build-1234', ok: true, attempt: 1 },
+});
 
 /**
  * A copy of `items` in random order (Fisher–Yates). Load rotates through addresses in this
@@ -37,7 +40,13 @@ export interface Reply {
 }
 
 /** One request; `agent` decides whether sockets are reused. */
-export function send(url: string, method: string, headers: Record<string, string>, body: string | undefined, agent: http.Agent): Promise<Reply> {
+export function send(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  agent: http.Agent,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method, headers, agent }, (res) => {
       const chunks: Buffer[] = [];
@@ -51,7 +60,11 @@ export function send(url: string, method: string, headers: Record<string, string
 }
 
 /** Runs `task` for every item with at most `concurrency` in flight. */
-export async function inParallel<T, R>(items: T[], concurrency: number, task: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function inParallel<T, R>(
+  items: T[],
+  concurrency: number,
+  task: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
   const worker = async () => {
@@ -67,18 +80,28 @@ export async function inParallel<T, R>(items: T[], concurrency: number, task: (i
 export async function createAddresses(url: string, count: number): Promise<BenchAddress[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
   try {
-    return await inParallel(Array.from({ length: count }, (_, i) => i), 16, async (i) => {
-      const reply = await send(`${url}/api/v1/addresses`, 'POST', JSON_HEADERS, JSON.stringify({ name: `bench ${i}` }), agent);
-      if (reply.status !== 201) throw new Error(`create address answered ${reply.status}: ${reply.body}`);
-      const created = JSON.parse(reply.body);
-      return {
-        id: created.address.id,
-        readToken: created.credentials.read_token,
-        email: created.address.email,
-        inboxPath: new URL(created.endpoints.inbox_url).pathname,
-        eventsPath: new URL(created.endpoints.events_url).pathname,
-      };
-    });
+    return await inParallel(
+      Array.from({ length: count }, (_, i) => i),
+      16,
+      async (i) => {
+        const reply = await send(
+          `${url}/api/v1/addresses`,
+          'POST',
+          JSON_HEADERS,
+          JSON.stringify({ name: `bench ${i}` }),
+          agent,
+        );
+        if (reply.status !== 201) throw new Error(`create address answered ${reply.status}: ${reply.body}`);
+        const created = JSON.parse(reply.body);
+        return {
+          id: created.address.id,
+          readToken: created.credentials.read_token,
+          email: created.address.email,
+          inboxPath: new URL(created.endpoints.inbox_url).pathname,
+          eventsPath: new URL(created.endpoints.events_url).pathname,
+        };
+      },
+    );
   } finally {
     agent.destroy();
   }
@@ -88,10 +111,14 @@ export async function createAddresses(url: string, count: number): Promise<Bench
 export async function fill(url: string, address: BenchAddress, count: number): Promise<void> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
   try {
-    await inParallel(Array.from({ length: count }, (_, i) => i), 32, async () => {
-      const reply = await send(url + address.inboxPath, 'POST', JSON_HEADERS, SMALL_EVENT, agent);
-      if (reply.status !== 202) throw new Error(`fill answered ${reply.status}: ${reply.body}`);
-    });
+    await inParallel(
+      Array.from({ length: count }, (_, i) => i),
+      32,
+      async () => {
+        const reply = await send(url + address.inboxPath, 'POST', JSON_HEADERS, SMALL_EVENT, agent);
+        if (reply.status !== 202) throw new Error(`fill answered ${reply.status}: ${reply.body}`);
+      },
+    );
   } finally {
     agent.destroy();
   }

@@ -46,15 +46,21 @@ export async function measureHeldPolls(
       for (let start = 0; start < addresses.length; start += OPEN_BATCH) {
         for (let i = start; i < Math.min(addresses.length, start + OPEN_BATCH); i++) {
           const a = addresses[i];
-          const answer = send(`${child.url}${a.eventsPath}?after=0&wait=25`, 'GET', { authorization: `Bearer ${a.readToken}` }, undefined, pollAgent)
-            .then((reply) => ({ reply, at: performance.now() }));
+          const answer = send(
+            `${child.url}${a.eventsPath}?after=0&wait=25`,
+            'GET',
+            { authorization: `Bearer ${a.readToken}` },
+            undefined,
+            pollAgent,
+          ).then((reply) => ({ reply, at: performance.now() }));
           polls.push({ address: i, answer });
         }
         await untilHeld(child, polls.length);
       }
     }
     const openS = (performance.now() - openedAt) / 1000;
-    if (openS > 15) throw new Error(`opening the polls took ${openS.toFixed(1)} s; they would time out (wait=25) before the wake-up`);
+    if (openS > 15)
+      throw new Error(`opening the polls took ${openS.toFixed(1)} s; they would time out (wait=25) before the wake-up`);
     const rssHoldingMiB = child.rssMiB();
 
     const deliverAgent = new http.Agent({ keepAlive: true, maxSockets: 50 });

@@ -11,9 +11,21 @@ export interface IngestOptions {
 }
 
 /** `afterWarmup` runs between the warm-up and the measured run (to read counters). */
-export async function measureIngest(url: string, addresses: BenchAddress[], options: IngestOptions, afterWarmup?: () => Promise<void>): Promise<LoadResult> {
+export async function measureIngest(
+  url: string,
+  addresses: BenchAddress[],
+  options: IngestOptions,
+  afterWarmup?: () => Promise<void>,
+): Promise<LoadResult> {
   const paths = addresses.map((a) => a.inboxPath);
-  const load = { url, paths, method: 'POST' as const, headers: JSON_HEADERS, body: SMALL_EVENT, connections: options.connections };
+  const load = {
+    url,
+    paths,
+    method: 'POST' as const,
+    headers: JSON_HEADERS,
+    body: SMALL_EVENT,
+    connections: options.connections,
+  };
   if (options.warmupS > 0) await hammer({ ...load, durationS: options.warmupS });
   await afterWarmup?.();
   return hammer({ ...load, durationS: options.durationS });

@@ -10,7 +10,10 @@ export function describeMachine(): string {
 }
 
 export function loadAverage(): string {
-  return os.loadavg().map((n) => n.toFixed(2)).join(' ');
+  return os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 }
 
 function safeRead(path: string): string {

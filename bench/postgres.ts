@@ -17,7 +17,9 @@ async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
 }
 
 /** Runs `work` with the URL of a fresh database; returns why not when there is no server. */
-export async function withBenchDatabase<T>(work: (url: string) => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; reason: string }> {
+export async function withBenchDatabase<T>(
+  work: (url: string) => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; reason: string }> {
   const name = `roost_bench_${randomBytes(6).toString('hex')}`;
   try {
     await admin((client) => client.query(`CREATE DATABASE ${name}`));
@@ -34,4 +36,7 @@ export async function withBenchDatabase<T>(work: (url: string) => Promise<T>): P
 }
 
 /** The server's version, for the report. */
-export const postgresVersion = () => admin(async (client) => (await client.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version);
+export const postgresVersion = () =>
+  admin(
+    async (client) => (await client.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version,
+  );

@@ -27,12 +27,25 @@ export async function prefill(path: string, addresses: number, events: number, s
     const token = newReadToken();
     const slug = newSlug();
     await storage.insertAddress({
-      id, slug, name: 'Untitled', taskId: null, email: `${slug}@localhost`, createdAt: Date.now(), expiresAt: null,
-      readTokenDigest: digestSecret(token), ingressSecretDigest: digestSecret(secret),
+      id,
+      slug,
+      name: 'Untitled',
+      taskId: null,
+      email: `${slug}@localhost`,
+      createdAt: Date.now(),
+      expiresAt: null,
+      readTokenDigest: digestSecret(token),
+      ingressSecretDigest: digestSecret(secret),
     });
     ids.push(id);
     if (i % every === 0 && sample.length < sampleSize) {
-      sample.push({ id, readToken: token, email: `${slug}@localhost`, inboxPath: `/api/v1/inbox/${id}/${secret}`, eventsPath: `/api/v1/addresses/${id}/events` });
+      sample.push({
+        id,
+        readToken: token,
+        email: `${slug}@localhost`,
+        inboxPath: `/api/v1/inbox/${id}/${secret}`,
+        eventsPath: `/api/v1/addresses/${id}/events`,
+      });
     }
   }
   // Round-robin over the addresses, a thousand appends per group commit.
@@ -40,10 +53,20 @@ export async function prefill(path: string, addresses: number, events: number, s
   for (let done = 0; done < events; done += BATCH) {
     const appends: Promise<unknown>[] = [];
     for (let j = done; j < Math.min(events, done + BATCH); j++) {
-      appends.push(storage.appendEvent({
-        addressId: ids[j % addresses], type: 'bench.ping', source: 'https',
-        dataJson: EVENT_DATA, metadataJson: null, dedupeKey: null, createdAt: Date.now(),
-      }, 1000));
+      appends.push(
+        storage.appendEvent(
+          {
+            addressId: ids[j % addresses],
+            type: 'bench.ping',
+            source: 'https',
+            dataJson: EVENT_DATA,
+            metadataJson: null,
+            dedupeKey: null,
+            createdAt: Date.now(),
+          },
+          1000,
+        ),
+      );
     }
     await Promise.all(appends);
   }

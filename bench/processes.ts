@@ -24,14 +24,36 @@ export function compileServers(): boolean {
   const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   if (!existsSync(tsc)) return false;
   rmSync(COMPILED, { recursive: true, force: true });
-  const result = spawnSync(process.execPath, [
-    tsc, '--outDir', COMPILED, '--rootDir', ROOT, '--module', 'NodeNext', '--moduleResolution', 'NodeNext',
-    '--target', 'ES2022', '--esModuleInterop', '--skipLibCheck', '--types', 'node', '--noCheck', ...ENTRIES,
-  ], { cwd: ROOT, encoding: 'utf8' });
+  const result = spawnSync(
+    process.execPath,
+    [
+      tsc,
+      '--outDir',
+      COMPILED,
+      '--rootDir',
+      ROOT,
+      '--module',
+      'NodeNext',
+      '--moduleResolution',
+      'NodeNext',
+      '--target',
+      'ES2022',
+      '--esModuleInterop',
+      '--skipLibCheck',
+      '--types',
+      'node',
+      '--noCheck',
+      ...ENTRIES,
+    ],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
   compiled = result.status === 0 && existsSync(join(COMPILED, 'bench', 'server.js'));
   // Node stops looking for the package scope at node_modules: say that these are modules.
   if (compiled) writeFileSync(join(COMPILED, 'package.json'), '{ "type": "module" }\n');
-  if (!compiled) process.stderr.write(`bench: could not compile the servers (running them through tsx):\n${result.stdout}${result.stderr}\n`);
+  if (!compiled)
+    process.stderr.write(
+      `bench: could not compile the servers (running them through tsx):\n${result.stdout}${result.stderr}\n`,
+    );
   return compiled;
 }
 
@@ -59,13 +81,17 @@ export interface ChildOptions {
 
 export async function startChild(entry: string, options: ChildOptions = {}): Promise<BenchChild> {
   const program = compiled ? [join(COMPILED, entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', entry];
-  const child: ChildProcess = spawn(process.execPath, [...(options.nodeArgs ?? []), ...program, ...(options.args ?? [])], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...options.env },
-    // stdout (request logs at info) goes to /dev/null: the server pays for writing its
-    // logs, nobody in this machine pays for reading them.
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...(options.nodeArgs ?? []), ...program, ...(options.args ?? [])],
+    {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', ...options.env },
+      // stdout (request logs at info) goes to /dev/null: the server pays for writing its
+      // logs, nobody in this machine pays for reading them.
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    },
+  );
   let nextId = 1;
   const waiting = new Map<number, (value: unknown) => void>();
   child.on('message', (message: { id?: number; answer?: unknown }) => {
@@ -114,9 +140,10 @@ export async function startChild(entry: string, options: ChildOptions = {}): Pro
 }
 
 /** Answers the parent's IPC requests in a child: `handle` maps a message to its answer. */
-export function serveIpc(handle: (message: { type: string; [key: string]: unknown }) => unknown | Promise<unknown>): void {
-  process.on('message', async (message: { type: string; id?: number }) => {
-    const answer = await handle(message);
-    if (message.id !== undefined) process.send!({ id: message.id, answer });
+export function serveIpc(handle: (message: { type: string; [key: string]: unknown }) => unknown): void {
+  process.on('message', (message: { type: string; id?: number }) => {
+    void Promise.resolve(handle(message)).then((answer) => {
+      if (message.id !== undefined) process.send!({ id: message.id, answer });
+    });
   });
 }

@@ -27,7 +27,12 @@ const parentOf = new Map<number, number>();
 for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
 const keyOf = (node: ProfileNode) => {
   const { functionName, url, lineNumber } = node.callFrame;
-  const where = url ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench)\//, '$1/').replace(/^\.cache\/roost-bench\//, '')}:${lineNumber + 1}` : '';
+  const where = url
+    ? `${url
+        .replace(/^.*node_modules\//, '')
+        .replace(/^file:\/\/.*?\/(src|bench)\//, '$1/')
+        .replace(/^\.cache\/roost-bench\//, '')}:${lineNumber + 1}`
+    : '';
   return `${functionName || '(anonymous)'} ${where}`;
 };
 const selfUs = new Map<string, number>();
@@ -56,7 +61,10 @@ for (const [key, us] of [...selfUs].sort((a, b) => b[1] - a[1]).slice(0, Number(
 const byModule = new Map<string, number>();
 for (const [key, us] of selfUs) {
   const where = key.split(' ').slice(1).join(' ');
-  const module = where.startsWith('src/') || where.startsWith('bench/') ? where.replace(/:\d+$/, '') : where.split('/')[0] || key.split(' ')[0];
+  const module =
+    where.startsWith('src/') || where.startsWith('bench/')
+      ? where.replace(/:\d+$/, '')
+      : where.split('/')[0] || key.split(' ')[0];
   byModule.set(module, (byModule.get(module) ?? 0) + us);
 }
 console.log('\nby module:');
@@ -65,6 +73,9 @@ for (const [module, us] of [...byModule].sort((a, b) => b[1] - a[1]).slice(0, 25
 }
 
 console.log('\ninclusive, functions of src/:');
-for (const [key, us] of [...totalByKey].filter(([k]) => / src\//.test(k)).sort((a, b) => b[1] - a[1]).slice(0, 25)) {
+for (const [key, us] of [...totalByKey]
+  .filter(([k]) => / src\//.test(k))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, 25)) {
   console.log(`${((100 * us) / totalUs).toFixed(1).padStart(5)}%  ${key}`);
 }

@@ -8,12 +8,24 @@ export const PAGE_SIZE = 100;
 
 export function pagePaths(address: BenchAddress, events: number): string[] {
   const paths: string[] = [];
-  for (let after = 0; after < events; after += PAGE_SIZE) paths.push(`${address.eventsPath}?after=${after}&limit=${PAGE_SIZE}`);
+  for (let after = 0; after < events; after += PAGE_SIZE)
+    paths.push(`${address.eventsPath}?after=${after}&limit=${PAGE_SIZE}`);
   return paths;
 }
 
-export async function measureReading(url: string, address: BenchAddress, paths: string[], options: { connections: number; durationS: number; warmupS: number }): Promise<LoadResult> {
-  const load = { url, paths, method: 'GET' as const, headers: { authorization: `Bearer ${address.readToken}` }, connections: options.connections };
+export async function measureReading(
+  url: string,
+  address: BenchAddress,
+  paths: string[],
+  options: { connections: number; durationS: number; warmupS: number },
+): Promise<LoadResult> {
+  const load = {
+    url,
+    paths,
+    method: 'GET' as const,
+    headers: { authorization: `Bearer ${address.readToken}` },
+    connections: options.connections,
+  };
   if (options.warmupS > 0) await hammer({ ...load, durationS: options.warmupS });
   return hammer({ ...load, durationS: options.durationS });
 }

@@ -33,7 +33,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
   },
 });
-const quick = values.quick!;
+const quick = values.quick;
 const connections = Number(values.connections);
 const ALL = ['ingest', 'wake', 'polls', 'reading', 'smtp', 'prefilled', 'postgres'];
 const only = new Set(values.only ? values.only.split(',') : ALL);
@@ -75,7 +75,10 @@ async function stop(child: BenchChild): Promise<void> {
   children.splice(children.indexOf(child), 1);
 }
 
-const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a');
+const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n)
+    ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : 'n/a';
 const lines: string[] = [];
 function report(line: string): void {
   lines.push(line);
@@ -86,27 +89,40 @@ function loadLine(label: string, r: LoadResult, unit = 'req/s', baseline?: LoadR
   return `${label.padEnd(44)} ${fmt(r.rps).padStart(8)} ${unit}  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}${ratio}`;
 }
 
-interface CommitStats { commits: number; appends: number; largestBatch: number; busyMs: number }
+interface CommitStats {
+  commits: number;
+  appends: number;
+  largestBatch: number;
+  busyMs: number;
+}
 const commitsOf = async (child: BenchChild) => (await child.ask<{ commits: CommitStats }>({ type: 'stats' })).commits;
 function batchLine(before: CommitStats, after: CommitStats, wallMs: number): string {
   const commits = after.commits - before.commits;
   const appends = after.appends - before.appends;
   const busy = after.busyMs - before.busyMs;
-  return `${''.padEnd(44)} ${fmt(appends / commits, 1)} appends per commit (largest ${after.largestBatch}); ` +
-    `each commit ${fmt(busy / commits, 2)} ms; the writer thread in commits ${fmt((100 * busy) / wallMs)}% of the time`;
+  return (
+    `${''.padEnd(44)} ${fmt(appends / commits, 1)} appends per commit (largest ${after.largestBatch}); ` +
+    `each commit ${fmt(busy / commits, 2)} ms; the writer thread in commits ${fmt((100 * busy) / wallMs)}% of the time`
+  );
 }
 
 /** `baseline` is asked for after the measurement (so that it may measure the baseline again). */
-async function roostIngest(label: string, args: string[], baseline: () => Promise<LoadResult | undefined>, options: { profile?: string; env?: Record<string, string> } = {}): Promise<LoadResult> {
+async function roostIngest(
+  label: string,
+  args: string[],
+  baseline: () => Promise<LoadResult | undefined>,
+  options: { profile?: string; env?: Record<string, string> } = {},
+): Promise<LoadResult> {
   const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), options.env), args });
   try {
     const addresses = await createAddresses(roost.url, INGEST_ADDRESSES);
     let before: CommitStats | undefined;
     let startedAt = 0;
-    const measure = () => measureIngest(roost.url, addresses, { connections, ...timing }, async () => {
-      before = await commitsOf(roost);
-      startedAt = Date.now();
-    });
+    const measure = () =>
+      measureIngest(roost.url, addresses, { connections, ...timing }, async () => {
+        before = await commitsOf(roost);
+        startedAt = Date.now();
+      });
     const result = options.profile ? await profiled(roost, options.profile, measure) : await measure();
     const after = await commitsOf(roost);
     const batch = batchLine(before!, after, Date.now() - startedAt);
@@ -122,10 +138,16 @@ async function roostIngest(label: string, args: string[], baseline: () => Promis
 async function main(): Promise<void> {
   const js = compileServers();
   report(`Roost benchmarks — ${describeMachine()}`);
-  report(`servers run as ${js ? 'compiled JavaScript (as npm start)' : 'TypeScript through tsx (compiling failed)'}, each in its own process`);
-  report(`load average at start: ${loadAverage()}; ${connections} connections; ${timing.durationS} s per figure after ${timing.warmupS} s warm-up${quick ? ' (quick run)' : ''}`);
+  report(
+    `servers run as ${js ? 'compiled JavaScript (as npm start)' : 'TypeScript through tsx (compiling failed)'}, each in its own process`,
+  );
+  report(
+    `load average at start: ${loadAverage()}; ${connections} connections; ${timing.durationS} s per figure after ${timing.warmupS} s warm-up${quick ? ' (quick run)' : ''}`,
+  );
   const fsync = measureFsync(work);
-  report(`disk: 4 KiB append + fdatasync p50 ${fmt(fsync.p50, 2)} ms, p99 ${fmt(fsync.p99, 2)} ms (at most ~${fmt(1000 / fsync.p50)} durable commits/s)`);
+  report(
+    `disk: 4 KiB append + fdatasync p50 ${fmt(fsync.p50, 2)} ms, p99 ${fmt(fsync.p99, 2)} ms (at most ~${fmt(1000 / fsync.p50)} durable commits/s)`,
+  );
   report('');
   const baseline = await start('bench/baseline.ts', { args: only.has('smtp') ? ['--smtp'] : [] });
 
@@ -141,23 +163,33 @@ async function main(): Promise<void> {
     // The headline figure is bracketed by two runs of the baseline and compared with their
     // mean: the bare baseline, CPU-bound with the load generator on the same cores, varied by
     // up to ±10% from one run to the next here, where Roost's figure varied by ±4%.
-    await roostIngest('Roost, synchronous=FULL, group commit', [], async () => {
-      const again = await measureBare();
-      report(loadLine('baseline again, after that Roost run', again));
-      bare = meanLoad(bare!, again);
-      report(loadLine('baseline: the mean of both runs', bare));
-      return bare;
-    }, { profile: 'ingest' });
-    if (!values['no-references']) await roostIngest('reference: the same at LOG_LEVEL=warn', [], bareSoFar, { env: { LOG_LEVEL: 'warn' } });
-    if (!values['no-references']) await roostIngest('reference: FULL, one commit per request', ['--group-commit', 'off'], bareSoFar);
-    if (!values['no-references']) await roostIngest('reference: synchronous=NORMAL, group commit', ['--synchronous', 'NORMAL'], bareSoFar);
+    await roostIngest(
+      'Roost, synchronous=FULL, group commit',
+      [],
+      async () => {
+        const again = await measureBare();
+        report(loadLine('baseline again, after that Roost run', again));
+        bare = meanLoad(bare!, again);
+        report(loadLine('baseline: the mean of both runs', bare));
+        return bare;
+      },
+      { profile: 'ingest' },
+    );
+    if (!values['no-references'])
+      await roostIngest('reference: the same at LOG_LEVEL=warn', [], bareSoFar, { env: { LOG_LEVEL: 'warn' } });
+    if (!values['no-references'])
+      await roostIngest('reference: FULL, one commit per request', ['--group-commit', 'off'], bareSoFar);
+    if (!values['no-references'])
+      await roostIngest('reference: synchronous=NORMAL, group commit', ['--synchronous', 'NORMAL'], bareSoFar);
     report('');
   }
 
   if (only.has('prefilled')) {
     const path = freshDb();
     const filled = await prefill(path, PREFILL.addresses, PREFILL.events, INGEST_ADDRESSES);
-    report(`Ingest into a large database: ${fmt(PREFILL.addresses)} addresses, ${fmt(PREFILL.events)} events (${fmt(filled.fileMiB)} MiB, written in ${fmt(filled.seconds)} s)`);
+    report(
+      `Ingest into a large database: ${fmt(PREFILL.addresses)} addresses, ${fmt(PREFILL.events)} events (${fmt(filled.fileMiB)} MiB, written in ${fmt(filled.seconds)} s)`,
+    );
     const roost = await start('bench/server.ts', { env: roostEnv(path) });
     try {
       let before: CommitStats | undefined;
@@ -186,7 +218,15 @@ async function main(): Promise<void> {
         await stop(roost);
       }
     });
-    if (outcome.ok) report(loadLine(`Roost on PostgreSQL ${(await postgresVersion()).split(' ')[0]}, same machine`, outcome.value, 'req/s', bare));
+    if (outcome.ok)
+      report(
+        loadLine(
+          `Roost on PostgreSQL ${(await postgresVersion()).split(' ')[0]}, same machine`,
+          outcome.value,
+          'req/s',
+          bare,
+        ),
+      );
     else report(`Roost on PostgreSQL: skipped, ${outcome.reason}`);
     report('');
   }
@@ -199,30 +239,46 @@ async function main(): Promise<void> {
         const [address] = await createAddresses(roost.url, 1);
         const wake = await profiled(roost, 'wake', () => measureWake(roost, address, WAKE_TRIALS));
         report(`Wake latency, ${WAKE_TRIALS} sequential trials (poll held with wait=25, then one delivery)`);
-        report(`${'from the 202 to the poll answer'.padEnd(44)} p50 ${fmt(percentile(wake.fromAccepted, 50), 2)} ms  p99 ${fmt(percentile(wake.fromAccepted, 99), 2)} ms  max ${fmt(Math.max(...wake.fromAccepted), 2)} ms`);
-        report(`${'from sending the delivery to the poll answer'.padEnd(44)} p50 ${fmt(percentile(wake.fromSent, 50), 2)} ms  p99 ${fmt(percentile(wake.fromSent, 99), 2)} ms  (contract: well under 50 ms)`);
+        report(
+          `${'from the 202 to the poll answer'.padEnd(44)} p50 ${fmt(percentile(wake.fromAccepted, 50), 2)} ms  p99 ${fmt(percentile(wake.fromAccepted, 99), 2)} ms  max ${fmt(Math.max(...wake.fromAccepted), 2)} ms`,
+        );
+        report(
+          `${'from sending the delivery to the poll answer'.padEnd(44)} p50 ${fmt(percentile(wake.fromSent, 50), 2)} ms  p99 ${fmt(percentile(wake.fromSent, 99), 2)} ms  (contract: well under 50 ms)`,
+        );
         report('');
       }
       if (only.has('polls')) {
         const addresses = await createAddresses(roost.url, POLL_ADDRESSES);
-        const held = await measureHeldPolls(roost, addresses, POLLS_PER_ADDRESS, (phase) => profiled(roost, 'wake-all', phase));
+        const held = await measureHeldPolls(roost, addresses, POLLS_PER_ADDRESS, (phase) =>
+          profiled(roost, 'wake-all', phase),
+        );
         report(`Held long-polls: ${fmt(held.polls)} at once across ${POLL_ADDRESSES} addresses (one socket each)`);
         report(`${'opened and registered in'.padEnd(44)} ${fmt(held.openS, 2)} s`);
-        report(`${'server RSS idle → holding'.padEnd(44)} ${fmt(held.rssIdleMiB, 1)} MiB → ${fmt(held.rssHoldingMiB, 1)} MiB (${fmt(((held.rssHoldingMiB - held.rssIdleMiB) * 1024) / held.polls, 1)} KiB per poll)`);
-        report(`${'one delivery per address: all polls answered'.padEnd(44)} ${fmt(held.allWokenMs)} ms after the first send (deliveries took ${fmt(held.deliveriesMs)} ms)`);
-        report(`${'per poll, from its delivery’s 202'.padEnd(44)} p50 ${fmt(held.p50Ms, 1)} ms  p99 ${fmt(held.p99Ms, 1)} ms  max ${fmt(held.maxMs, 1)} ms  wrong answers ${held.wrong}`);
+        report(
+          `${'server RSS idle → holding'.padEnd(44)} ${fmt(held.rssIdleMiB, 1)} MiB → ${fmt(held.rssHoldingMiB, 1)} MiB (${fmt(((held.rssHoldingMiB - held.rssIdleMiB) * 1024) / held.polls, 1)} KiB per poll)`,
+        );
+        report(
+          `${'one delivery per address: all polls answered'.padEnd(44)} ${fmt(held.allWokenMs)} ms after the first send (deliveries took ${fmt(held.deliveriesMs)} ms)`,
+        );
+        report(
+          `${'per poll, from its delivery’s 202'.padEnd(44)} p50 ${fmt(held.p50Ms, 1)} ms  p99 ${fmt(held.p99Ms, 1)} ms  max ${fmt(held.maxMs, 1)} ms  wrong answers ${held.wrong}`,
+        );
         report('');
       }
       if (only.has('reading')) {
         const [address] = await createAddresses(roost.url, 1);
         await fill(roost.url, address, QUEUE_CAPACITY);
         const paths = pagePaths(address, QUEUE_CAPACITY);
-        const page = await fetch(roost.url + paths[0], { headers: { authorization: `Bearer ${address.readToken}` } }).then((r) => r.json());
+        const page = await fetch(roost.url + paths[0], {
+          headers: { authorization: `Bearer ${address.readToken}` },
+        }).then((r) => r.json());
         await baseline.ask({ type: 'page', page });
         report(`Reading: pages of ${PAGE_SIZE} events (GET …/events?after=…&limit=${PAGE_SIZE}) from a full queue`);
         const bare = await measureReading(baseline.url, address, paths, { connections, ...timing });
         report(loadLine('baseline: bare Fastify, same page from memory', bare, 'pages/s'));
-        const read = await profiled(roost, 'reading', () => measureReading(roost.url, address, paths, { connections, ...timing }));
+        const read = await profiled(roost, 'reading', () =>
+          measureReading(roost.url, address, paths, { connections, ...timing }),
+        );
         report(loadLine('Roost', read, 'pages/s', bare));
         report(`${''.padEnd(44)} = ${fmt(read.rps * PAGE_SIZE)} events/s`);
         report('');
@@ -241,14 +297,21 @@ async function main(): Promise<void> {
       const smtpLine = (label: string, r: SmtpResult, base?: SmtpResult) =>
         `${label.padEnd(44)} ${fmt(r.rate).padStart(8)} msg/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  failed ${r.failed}` +
         (base ? `  ×${(r.rate / base.rate).toFixed(2)} of baseline` : '');
-      report(`SMTP ingest: small text messages over ${SMTP_CONNECTIONS} pooled connections to ${SMTP_ADDRESSES} recipients`);
+      report(
+        `SMTP ingest: small text messages over ${SMTP_CONNECTIONS} pooled connections to ${SMTP_ADDRESSES} recipients`,
+      );
       const bare = await measureSmtp(baseline.smtpPort, recipients, { connections: SMTP_CONNECTIONS, ...timing });
       report(smtpLine('baseline: smtp-server + mailparser, dropped', bare));
-      const mail = await profiled(roost, 'smtp', () => measureSmtp(roost.smtpPort!, recipients, { connections: SMTP_CONNECTIONS, ...timing }));
+      const mail = await profiled(roost, 'smtp', () =>
+        measureSmtp(roost.smtpPort!, recipients, { connections: SMTP_CONNECTIONS, ...timing }),
+      );
       report(smtpLine('Roost (stored durably before 250)', mail, bare));
       // The 250s were real: the messages are in the queues as email events.
-      const page = await fetch(`${roost.url}${addresses[0].eventsPath}?limit=1`, { headers: { authorization: `Bearer ${addresses[0].readToken}` } }).then((r) => r.json() as Promise<{ events?: Array<{ type: string }> }>);
-      if (page.events?.[0]?.type !== 'email.received') throw new Error(`no email event stored: ${JSON.stringify(page).slice(0, 300)}`);
+      const page = await fetch(`${roost.url}${addresses[0].eventsPath}?limit=1`, {
+        headers: { authorization: `Bearer ${addresses[0].readToken}` },
+      }).then((r) => r.json() as Promise<{ events?: Array<{ type: string }> }>);
+      if (page.events?.[0]?.type !== 'email.received')
+        throw new Error(`no email event stored: ${JSON.stringify(page).slice(0, 300)}`);
       report('');
     } finally {
       await stop(roost);

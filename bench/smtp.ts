@@ -14,7 +14,11 @@ export interface SmtpResult {
   p99: number;
 }
 
-export async function measureSmtp(port: number, recipients: string[], options: { connections: number; durationS: number; warmupS: number }): Promise<SmtpResult> {
+export async function measureSmtp(
+  port: number,
+  recipients: string[],
+  options: { connections: number; durationS: number; warmupS: number },
+): Promise<SmtpResult> {
   const transport = nodemailer.createTransport({
     host: '127.0.0.1',
     port,
@@ -42,15 +46,17 @@ export async function measureSmtp(port: number, recipients: string[], options: {
     const latencies: number[] = [];
     let failed = 0;
     const startedAt = performance.now();
-    await Promise.all(Array.from({ length: options.connections }, async () => {
-      while (performance.now() < until) {
-        try {
-          latencies.push(await sendOne());
-        } catch {
-          failed++;
+    await Promise.all(
+      Array.from({ length: options.connections }, async () => {
+        while (performance.now() < until) {
+          try {
+            latencies.push(await sendOne());
+          } catch {
+            failed++;
+          }
         }
-      }
-    }));
+      }),
+    );
     return { latencies, failed, elapsedS: (performance.now() - startedAt) / 1000 };
   };
   try {

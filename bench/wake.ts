@@ -33,7 +33,13 @@ export async function measureWake(child: BenchChild, address: BenchAddress, tria
   try {
     for (let trial = 0; trial < trials; trial++) {
       let answeredAt = 0;
-      const poll = send(`${child.url}${address.eventsPath}?after=${after}&wait=25`, 'GET', auth, undefined, pollAgent).then((reply) => {
+      const poll = send(
+        `${child.url}${address.eventsPath}?after=${after}&wait=25`,
+        'GET',
+        auth,
+        undefined,
+        pollAgent,
+      ).then((reply) => {
         answeredAt = performance.now();
         return reply;
       });
@@ -44,7 +50,8 @@ export async function measureWake(child: BenchChild, address: BenchAddress, tria
       const answer = await poll;
       if (delivered.status !== 202) throw new Error(`delivery answered ${delivered.status}: ${delivered.body}`);
       const page = JSON.parse(answer.body);
-      if (answer.status !== 200 || page.events.length !== 1) throw new Error(`poll answered ${answer.status}: ${answer.body.slice(0, 200)}`);
+      if (answer.status !== 200 || page.events.length !== 1)
+        throw new Error(`poll answered ${answer.status}: ${answer.body.slice(0, 200)}`);
       after = page.next_cursor;
       // Negative when the poll's answer overtook the 202: both leave in the same turn.
       result.fromAccepted.push(answeredAt - acceptedAt);

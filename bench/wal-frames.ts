@@ -35,14 +35,23 @@ try {
   db.pragma('wal_autocheckpoint = 0'); // the measured frames must all still be in the WAL
   const pageSize = db.pragma('page_size', { simple: true }) as number;
   const writes = new SqliteWrites(db);
-  const ids = shuffled(Array.from({ length: ADDRESSES }, (_, i) => {
-    const id = newAddressId();
-    writes.insertAddress({
-      id, slug: `wal-${i}`, name: 'wal frames', taskId: null, email: `wal-${i}@localhost`,
-      createdAt: Date.now(), expiresAt: null, readTokenDigest: 'r'.repeat(64), ingressSecretDigest: 'i'.repeat(64),
-    });
-    return id;
-  }));
+  const ids = shuffled(
+    Array.from({ length: ADDRESSES }, (_, i) => {
+      const id = newAddressId();
+      writes.insertAddress({
+        id,
+        slug: `wal-${i}`,
+        name: 'wal frames',
+        taskId: null,
+        email: `wal-${i}@localhost`,
+        createdAt: Date.now(),
+        expiresAt: null,
+        readTokenDigest: 'r'.repeat(64),
+        ingressSecretDigest: 'i'.repeat(64),
+      });
+      return id;
+    }),
+  );
   const data = JSON.stringify(JSON.parse(SMALL_EVENT).data);
   let next = 0;
   const commit = (count: number) => {
@@ -61,21 +70,28 @@ try {
 
   const wal = readFileSync(`${path}-wal`);
   const owner = new Map<number, string>();
-  for (const row of db.prepare<[], { name: string; pageno: number; pagetype: string }>('SELECT name, pageno, pagetype FROM dbstat').all()) {
+  for (const row of db
+    .prepare<[], { name: string; pageno: number; pagetype: string }>('SELECT name, pageno, pagetype FROM dbstat')
+    .all()) {
     owner.set(row.pageno, `${row.name} (${row.pagetype})`);
   }
   const byOwner = new Map<string, number>();
   let frames = 0;
   for (let at = WAL_HEADER; at + FRAME_HEADER + pageSize <= wal.length; at += FRAME_HEADER + pageSize) {
     const page = wal.readUInt32BE(at);
-    const name = page === 1 ? 'page 1 (database header)' : owner.get(page) ?? 'other (freelist)';
+    const name = page === 1 ? 'page 1 (database header)' : (owner.get(page) ?? 'other (freelist)');
     byOwner.set(name, (byOwner.get(name) ?? 0) + 1);
     frames++;
   }
   const perCommit = frames / MEASURED_COMMITS;
-  console.log(`${ADDRESSES} addresses, ${BATCH} appends a commit, ${pageSize}-byte pages, ~${Math.round(statSync(path).size / 2 ** 20)} MiB file`);
-  console.log(`WAL frames per commit: ${perCommit.toFixed(1)} = ${((perCommit * (pageSize + FRAME_HEADER)) / BATCH / 1024).toFixed(1)} KiB written and synced per event`);
-  for (const [name, count] of [...byOwner].sort((a, b) => b[1] - a[1])) console.log(`  ${(count / MEASURED_COMMITS).toFixed(1).padStart(5)}  ${name}`);
+  console.log(
+    `${ADDRESSES} addresses, ${BATCH} appends a commit, ${pageSize}-byte pages, ~${Math.round(statSync(path).size / 2 ** 20)} MiB file`,
+  );
+  console.log(
+    `WAL frames per commit: ${perCommit.toFixed(1)} = ${((perCommit * (pageSize + FRAME_HEADER)) / BATCH / 1024).toFixed(1)} KiB written and synced per event`,
+  );
+  for (const [name, count] of [...byOwner].sort((a, b) => b[1] - a[1]))
+    console.log(`  ${(count / MEASURED_COMMITS).toFixed(1).padStart(5)}  ${name}`);
 } finally {
   db.close();
   rmSync(dir, { recursive: true, force: true });

@@ -16,7 +16,8 @@ import { retryTransient } from './client/retry.js';
 import type { CreateAddress, CreateEvent, Event } from './schemas.js';
 
 const DEFAULT_URL = 'http://localhost:3000';
-const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+  .version;
 
 /** Set once `serve` has started: the process then lives until a signal. */
 let serving = false;
@@ -50,7 +51,11 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER) {
   return (value: string): number => {
     if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-      throw new InvalidArgumentError(max === Number.MAX_SAFE_INTEGER ? `must be a whole number ≥ ${min}.` : `must be a whole number from ${min} to ${max}.`);
+      throw new InvalidArgumentError(
+        max === Number.MAX_SAFE_INTEGER
+          ? `must be a whole number ≥ ${min}.`
+          : `must be a whole number from ${min} to ${max}.`,
+      );
     }
     return Number(value);
   };
@@ -77,10 +82,17 @@ interface ServiceFlags {
 }
 
 const withUrl = (command: Command) =>
-  command.option('--url <url>', `the service (default: $ROOST_URL, else the saved credentials' URL, else ${DEFAULT_URL})`, httpUrl);
+  command.option(
+    '--url <url>',
+    `the service (default: $ROOST_URL, else the saved credentials' URL, else ${DEFAULT_URL})`,
+    httpUrl,
+  );
 
 const withCredentials = (command: Command) =>
-  withUrl(command).option('--credentials <file>', 'a saved creation response (default: $ROOST_CREDENTIALS, or $ROOST_ADDRESS_ID + $ROOST_READ_TOKEN)');
+  withUrl(command).option(
+    '--credentials <file>',
+    'a saved creation response (default: $ROOST_CREDENTIALS, or $ROOST_ADDRESS_ID + $ROOST_READ_TOKEN)',
+  );
 
 function checkedUrl(value: string, from: string): string {
   try {
@@ -200,7 +212,9 @@ const SERVE_FLAGS: Record<string, (typeof ENV_VARS)[number]> = {
   logLevel: 'LOG_LEVEL',
 };
 
-async function create(flags: ServiceFlags & { name?: string; taskId?: string; expiresIn?: number; save?: string; force?: boolean }) {
+async function create(
+  flags: ServiceFlags & { name?: string; taskId?: string; expiresIn?: number; save?: string; force?: boolean },
+) {
   const baseUrl = flags.url ?? (process.env.ROOST_URL ? checkedUrl(process.env.ROOST_URL, 'ROOST_URL') : DEFAULT_URL);
   const client = new RoostClient({ baseUrl, userAgent: `roost-cli/${VERSION}` });
   // Open the file before creating, so that a refusal to overwrite wastes no address.
@@ -224,7 +238,8 @@ async function create(flags: ServiceFlags & { name?: string; taskId?: string; ex
   }
   // Printed even when saving failed: the read token is shown once (spec §2.3).
   printJson(created);
-  if (saveError) throw new Error(`could not save to ${flags.save}: ${(saveError as Error).message} (the response is on stdout)`);
+  if (saveError)
+    throw new Error(`could not save to ${flags.save}: ${(saveError as Error).message} (the response is on stdout)`);
   note(`Created ${created.address.id} (${created.address.name})`);
   note(`  email:  ${created.address.email}`);
   note(`  inbox:  ${created.endpoints.inbox_url}  (give this to the sender; it can only write)`);
@@ -242,7 +257,8 @@ async function openForSave(path: string, force: boolean) {
   try {
     handle = await open(path, force ? 'w' : 'wx', 0o600);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new UsageError(`${path} exists; pass --force to overwrite it`);
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new UsageError(`${path} exists; pass --force to overwrite it`);
     throw new UsageError(`cannot write ${path}: ${(error as Error).message}`);
   }
   // An existing file keeps its mode when reopened: make it private either way.
@@ -263,7 +279,9 @@ async function openForSave(path: string, force: boolean) {
   };
 }
 
-async function events(flags: ServiceFlags & { after: number; limit?: number; wait?: number; follow?: boolean; ack?: boolean }) {
+async function events(
+  flags: ServiceFlags & { after: number; limit?: number; wait?: number; follow?: boolean; ack?: boolean },
+) {
   const client = await addressClient(flags);
   const signal = stopSignal();
   let printed = 0;
@@ -303,10 +321,15 @@ async function events(flags: ServiceFlags & { after: number; limit?: number; wai
       if (!page.has_more || (flags.limit !== undefined && printed >= flags.limit)) break;
     }
   }
-  note(`${printed} event${printed === 1 ? '' : 's'}${flags.ack && printed ? ', acknowledged' : ''}; next: --after ${cursor}`);
+  note(
+    `${printed} event${printed === 1 ? '' : 's'}${flags.ack && printed ? ', acknowledged' : ''}; next: --after ${cursor}`,
+  );
 }
 
-async function send(inboxUrl: string, flags: { type?: string; source?: string; data?: string; metadata?: string[]; key?: string }) {
+async function send(
+  inboxUrl: string,
+  flags: { type?: string; source?: string; data?: string; metadata?: string[]; key?: string },
+) {
   const event: CreateEvent = {};
   if (flags.type !== undefined) event.type = flags.type;
   if (flags.source !== undefined) event.source = flags.source;
@@ -375,10 +398,13 @@ async function listen(flags: ServiceFlags & { forward: string; cursorFile?: stri
     saveCursor: (sequence) => writeCursorFile(cursorFile, addressId, sequence),
     onForwarded: (event, status, attempts) => {
       printLine({ id: event.id, sequence: event.sequence, type: event.type, status, attempts });
-      note(`#${event.sequence} ${event.id} ${event.type} → ${status}${attempts > 1 ? ` after ${attempts} attempts` : ''}`);
+      note(
+        `#${event.sequence} ${event.id} ${event.type} → ${status}${attempts > 1 ? ` after ${attempts} attempts` : ''}`,
+      );
     },
     onSkipped: (event) => note(`#${event.sequence} ${event.id} already acknowledged; skipped`),
-    onRetry: (event, reason, delay) => note(`${event ? `#${event.sequence}: ` : ''}${reason}; retrying in ${seconds(delay)}`),
+    onRetry: (event, reason, delay) =>
+      note(`${event ? `#${event.sequence}: ` : ''}${reason}; retrying in ${seconds(delay)}`),
   });
   note('Stopped.');
 }
@@ -411,7 +437,10 @@ function buildProgram(): Command {
     .option('--max-ttl <seconds>', 'longest lifetime allowed [ROOST_MAX_TTL_SECONDS]')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [LOG_LEVEL, info]')
     .action(serve);
-  serveCommand.addHelpText('after', `\nEnvironment variables (a flag wins over its variable):\n  ${ENV_VARS.join(', ')}\n`);
+  serveCommand.addHelpText(
+    'after',
+    `\nEnvironment variables (a flag wins over its variable):\n  ${ENV_VARS.join(', ')}\n`,
+  );
 
   withUrl(program.command('create'))
     .description('create a return address and print the creation response (its read token is shown once)')
@@ -446,7 +475,9 @@ function buildProgram(): Command {
   withCredentials(program.command('ack'))
     .description('acknowledge one event and print it')
     .argument('<event-id>', 'the event (evt_…)')
-    .action(async (eventId: string, flags: ServiceFlags) => printJson({ event: await (await addressClient(flags)).ack(eventId) }));
+    .action(async (eventId: string, flags: ServiceFlags) =>
+      printJson({ event: await (await addressClient(flags)).ack(eventId) }),
+    );
 
   program
     .command('send')
@@ -460,7 +491,9 @@ function buildProgram(): Command {
     .action(send);
 
   withCredentials(program.command('listen'))
-    .description('forward each event, in order, as a JSON POST to URL; acknowledge on 2xx, retry otherwise, resume after a restart')
+    .description(
+      'forward each event, in order, as a JSON POST to URL; acknowledge on 2xx, retry otherwise, resume after a restart',
+    )
     .requiredOption('--forward <url>', 'where to POST each event', httpUrl)
     .option('--cursor-file <file>', 'where the cursor is kept [.roost-cursor-<addressId>]')
     .option('--include-acked', 'also forward events already acknowledged')

@@ -50,10 +50,24 @@ type Env = Record<string, string | undefined>;
 
 /** The recognised variables, so that `roost serve --help` and the README agree. */
 export const ENV_VARS = [
-  'PORT', 'HOST', 'ROOST_BASE_URL', 'ROOST_DB', 'DATABASE_URL', 'ROOST_PG_POOL_SIZE',
-  'ROOST_PG_STATEMENT_TIMEOUT_MS', 'ROOST_SMTP_PORT', 'ROOST_SMTP_HOST', 'ROOST_MAIL_DOMAIN',
-  'ROOST_CREATE_RATE', 'ROOST_TRUST_PROXY', 'ROOST_MAX_BODY_BYTES', 'ROOST_MAX_EMAIL_BYTES',
-  'ROOST_DEFAULT_TTL_SECONDS', 'ROOST_MAX_TTL_SECONDS', 'LOG_LEVEL', 'ROOST_SWEEP_INTERVAL_MS',
+  'PORT',
+  'HOST',
+  'ROOST_BASE_URL',
+  'ROOST_DB',
+  'DATABASE_URL',
+  'ROOST_PG_POOL_SIZE',
+  'ROOST_PG_STATEMENT_TIMEOUT_MS',
+  'ROOST_SMTP_PORT',
+  'ROOST_SMTP_HOST',
+  'ROOST_MAIL_DOMAIN',
+  'ROOST_CREATE_RATE',
+  'ROOST_TRUST_PROXY',
+  'ROOST_MAX_BODY_BYTES',
+  'ROOST_MAX_EMAIL_BYTES',
+  'ROOST_DEFAULT_TTL_SECONDS',
+  'ROOST_MAX_TTL_SECONDS',
+  'LOG_LEVEL',
+  'ROOST_SWEEP_INTERVAL_MS',
 ] as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -69,7 +83,16 @@ function integer(env: Env, name: string, fallback: number | undefined, min: numb
   return value;
 }
 
-const PERIODS: Record<string, number> = { sec: 1_000, second: 1_000, s: 1_000, min: 60_000, minute: 60_000, m: 60_000, hour: 3_600_000, h: 3_600_000 };
+const PERIODS: Record<string, number> = {
+  sec: 1_000,
+  second: 1_000,
+  s: 1_000,
+  min: 60_000,
+  minute: 60_000,
+  m: 60_000,
+  hour: 3_600_000,
+  h: 3_600_000,
+};
 
 export function parseRate(text: string): RateSpec {
   const match = /^\s*(\d+)\s*\/\s*([a-z]+)\s*$/i.exec(text);
@@ -84,7 +107,10 @@ function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
   if (raw === undefined || raw === '' || /^(0|false|off|no)$/i.test(raw)) return false;
   if (/^(true|on|yes)$/i.test(raw)) return true;
   if (/^\d+$/.test(raw)) return Number(raw);
-  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function parseSize(env: Env, name: string, fallback: number): number {
@@ -123,7 +149,8 @@ export function loadConfig(env: Env = {}): Config {
   const logLevel = (env.LOG_LEVEL || 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const mailDomain = (env.ROOST_MAIL_DOMAIN || 'localhost').toLowerCase();
-  if (!/^[a-z0-9.-]+$/.test(mailDomain)) throw new ConfigError(`ROOST_MAIL_DOMAIN is not a domain name: "${mailDomain}"`);
+  if (!/^[a-z0-9.-]+$/.test(mailDomain))
+    throw new ConfigError(`ROOST_MAIL_DOMAIN is not a domain name: "${mailDomain}"`);
 
   return {
     port,

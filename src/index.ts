@@ -2,16 +2,38 @@
 // talking to a Roost service, the wire types it speaks, and startRoost/loadConfig for
 // running the service inside another Node program.
 export {
-  RoostClient, RoostError, RoostNetworkError, fromCredentials, parseCredentials, forwardEvents,
-  readCursorFile, writeCursorFile, CLIENT_VERSION,
+  RoostClient,
+  RoostError,
+  RoostNetworkError,
+  fromCredentials,
+  parseCredentials,
+  forwardEvents,
+  readCursorFile,
+  writeCursorFile,
+  CLIENT_VERSION,
 } from './client/index.js';
 export type {
-  RoostClientOptions, ListEventsOptions, DeliverOptions, EventsOptions, SavedCredentials, BackoffOptions, ForwardOptions,
+  RoostClientOptions,
+  ListEventsOptions,
+  DeliverOptions,
+  EventsOptions,
+  SavedCredentials,
+  BackoffOptions,
+  ForwardOptions,
 } from './client/index.js';
 
 export type {
-  Address, AddressResponse, CreateAddress, CreateAddressResponse, Event, CreateEvent, EventPage,
-  EventResponse, EventDeliveryResponse, ErrorBody, ListEventsQuery,
+  Address,
+  AddressResponse,
+  CreateAddress,
+  CreateAddressResponse,
+  Event,
+  CreateEvent,
+  EventPage,
+  EventResponse,
+  EventDeliveryResponse,
+  ErrorBody,
+  ListEventsQuery,
 } from './schemas.js';
 
 export { startRoost, type RunningRoost, type StartOptions } from './server.js';

@@ -11,11 +11,21 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     {
       level,
       redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'read_token', '*.read_token'],
+        paths: [
+          'req.headers.authorization',
+          'req.headers.cookie',
+          'headers.authorization',
+          'read_token',
+          '*.read_token',
+        ],
         censor: '[REDACTED]',
       },
       serializers: {
-        req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip }),
+        req: (req: { method: string; url: string; ip?: string }) => ({
+          method: req.method,
+          url: redactUrl(req.url),
+          ip: req.ip,
+        }),
         err: pino.stdSerializers.err,
       },
     },

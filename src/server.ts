@@ -45,7 +45,10 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
   const logger = createLogger(config.logLevel, options.logDestination);
   const storage = options.storage ?? (await openStorage(config, logger));
   const waiters = new Waiters();
-  const metrics = new Metrics(() => waiters.held, () => waiters.subscribed);
+  const metrics = new Metrics(
+    () => waiters.held,
+    () => waiters.subscribed,
+  );
   const service = new RoostService(storage, waiters, config, metrics, options.clock);
   // Commits made by other instances (PostgreSQL) wake the polls held here.
   const stopListening = storage.onExternalChange?.((addressId) =>
@@ -72,9 +75,10 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
     if (config.baseUrlFromPort) config.baseUrl = `http://localhost:${port}`;
 
     // ROOST_SMTP_PORT=0 disables SMTP (CONTRACT §8); a test asks for any free port via options.smtp.port.
-    smtp = config.smtpPort !== 0 || options.smtp?.port !== undefined
-      ? await startSmtpServer({ config, service, logger }, options.smtp)
-      : null;
+    smtp =
+      config.smtpPort !== 0 || options.smtp?.port !== undefined
+        ? await startSmtpServer({ config, service, logger }, options.smtp)
+        : null;
   } catch (error) {
     // A port already taken must not leave the other listener or the storage open.
     await app.close().catch(() => undefined);

@@ -20,14 +20,21 @@ await forEachEngine('create a return address', (server) => {
 
   // (A Buffer body makes fetch send no Content-Type at all.)
   it('accepts no body at all, {}, an empty JSON body and JSON without Content-Type', async () => {
-    for (const options of [{}, { body: {} }, { rawBody: '', headers: { 'content-type': 'application/json' } }, { rawBody: Buffer.from('{}') }]) {
+    for (const options of [
+      {},
+      { body: {} },
+      { rawBody: '', headers: { 'content-type': 'application/json' } },
+      { rawBody: Buffer.from('{}') },
+    ]) {
       const res = await post(options);
       assert.equal(res.status, 201, res.text);
     }
   });
 
   it('returns the full creation response with the contract shapes and headers', async () => {
-    const res = await post({ body: { name: 'Stripe refund #42 for Ünïcode', task_id: 'task-7', expires_in_seconds: 3600 } });
+    const res = await post({
+      body: { name: 'Stripe refund #42 for Ünïcode', task_id: 'task-7', expires_in_seconds: 3600 },
+    });
     assert.equal(res.status, 201);
     const { address, credentials, endpoints } = res.body;
     assert.deepEqual(Object.keys(res.body).sort(), ['address', 'credentials', 'endpoints']);
@@ -45,12 +52,16 @@ await forEachEngine('create a return address', (server) => {
     assert.match(credentials.note, /once/i);
     assert.match(credentials.note, /Bearer/);
     const base = server().config.baseUrl;
-    assert.match(endpoints.inbox_url, new RegExp(`^${base}/api/v1/inbox/${address.id}/roost_ingress_[A-Za-z0-9_-]{43,}$`));
+    assert.match(
+      endpoints.inbox_url,
+      new RegExp(`^${base}/api/v1/inbox/${address.id}/roost_ingress_[A-Za-z0-9_-]{43,}$`),
+    );
     assert.equal(endpoints.events_url, `${base}/api/v1/addresses/${address.id}/events`);
     assert.equal(endpoints.mcp_url, `${base}/mcp/${address.id}`);
     assert.equal(res.headers.get('location'), `/api/v1/addresses/${address.id}`);
     assert.equal(res.headers.get('cache-control'), 'no-store');
-    for (const header of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) assert.ok(res.headers.get(header), header);
+    for (const header of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'])
+      assert.ok(res.headers.get(header), header);
   });
 
   it('defaults: name "Untitled", no taskId, no expiresAt', async () => {
@@ -112,12 +123,18 @@ await forEachEngine('create a return address', (server) => {
     const res = await post({ rawBody: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     assert.equal(res.status, 415);
     ERROR_SHAPE(res.body, 'unsupported_media_type');
-    const ok = await post({ rawBody: '{"name":"v"}', headers: { 'content-type': 'application/vnd.roost+json; charset=utf-8' } });
+    const ok = await post({
+      rawBody: '{"name":"v"}',
+      headers: { 'content-type': 'application/vnd.roost+json; charset=utf-8' },
+    });
     assert.equal(ok.status, 201);
   });
 
   it('answers 413 for a body over the limit', async () => {
-    const res = await post({ rawBody: JSON.stringify({ name: 'x'.repeat(300 * 1024) }), headers: { 'content-type': 'application/json' } });
+    const res = await post({
+      rawBody: JSON.stringify({ name: 'x'.repeat(300 * 1024) }),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(res.status, 413);
     ERROR_SHAPE(res.body, 'payload_too_large');
   });
@@ -127,7 +144,9 @@ await forEachEngine('get and delete a return address', (server) => {
   it('gets the address with its token; the scheme name is case-insensitive', async () => {
     const a = await createAddress(server().url, { name: 'get me', task_id: 'T' });
     for (const scheme of ['Bearer', 'bearer', 'BEARER']) {
-      const res = await request(server().url, 'GET', `/api/v1/addresses/${a.id}`, { headers: { authorization: `${scheme} ${a.token}` } });
+      const res = await request(server().url, 'GET', `/api/v1/addresses/${a.id}`, {
+        headers: { authorization: `${scheme} ${a.token}` },
+      });
       assert.equal(res.status, 200);
       assert.deepEqual(res.body, { address: a.response.address });
     }
@@ -215,7 +234,10 @@ describe('provisioning rate limit', () => {
           if (res.status === 429) {
             ERROR_SHAPE(res.body, 'rate_limited');
             const retryAfter = Number(res.headers.get('retry-after'));
-            assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 1200, `Retry-After ${retryAfter}`);
+            assert.ok(
+              Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 1200,
+              `Retry-After ${retryAfter}`,
+            );
             assert.ok(Number(res.headers.get('ratelimit-reset')) >= retryAfter);
           }
         }
@@ -229,13 +251,20 @@ describe('provisioning rate limit', () => {
 });
 
 describe('client identity behind a proxy', () => {
-  for (const [trust, expected] of [['', [201, 429]], ['true', [201, 201]]] as const) {
+  for (const [trust, expected] of [
+    ['', [201, 429]],
+    ['true', [201, 201]],
+  ] as const) {
     it(`ROOST_TRUST_PROXY=${trust || 'off'}: X-Forwarded-For ${trust ? 'picks' : 'does not pick'} the bucket`, async () => {
-      const server = await startTestServer('sqlite', { env: { ROOST_CREATE_RATE: '1/hour', ROOST_TRUST_PROXY: trust } });
+      const server = await startTestServer('sqlite', {
+        env: { ROOST_CREATE_RATE: '1/hour', ROOST_TRUST_PROXY: trust },
+      });
       try {
         const statuses = [];
         for (const client of ['203.0.113.7', '203.0.113.8']) {
-          statuses.push((await request(server.url, 'POST', '/api/v1/addresses', { headers: { 'x-forwarded-for': client } })).status);
+          statuses.push(
+            (await request(server.url, 'POST', '/api/v1/addresses', { headers: { 'x-forwarded-for': client } })).status,
+          );
         }
         assert.deepEqual(statuses, expected);
       } finally {
@@ -247,7 +276,9 @@ describe('client identity behind a proxy', () => {
 
 describe('lifetimes', () => {
   it('applies ROOST_DEFAULT_TTL_SECONDS and refuses a lifetime above ROOST_MAX_TTL_SECONDS, naming the cap', async () => {
-    const server = await startTestServer('sqlite', { env: { ROOST_DEFAULT_TTL_SECONDS: '600', ROOST_MAX_TTL_SECONDS: '3600' } });
+    const server = await startTestServer('sqlite', {
+      env: { ROOST_DEFAULT_TTL_SECONDS: '600', ROOST_MAX_TTL_SECONDS: '3600' },
+    });
     try {
       const a = await createAddress(server.url);
       const { createdAt, expiresAt } = a.response.address;
@@ -256,7 +287,10 @@ describe('lifetimes', () => {
       assert.equal(tooLong.status, 400);
       ERROR_SHAPE(tooLong.body, 'invalid_request');
       assert.match(tooLong.body.error.message, /3600/);
-      assert.equal((await request(server.url, 'POST', '/api/v1/addresses', { body: { expires_in_seconds: 3600 } })).status, 201);
+      assert.equal(
+        (await request(server.url, 'POST', '/api/v1/addresses', { body: { expires_in_seconds: 3600 } })).status,
+        201,
+      );
     } finally {
       await server.close();
     }
@@ -303,11 +337,16 @@ describe('lifetimes', () => {
         const first = await deliver(a.inbox, { data: 'old' });
         now += 24 * 3600_000;
         await deliver(a.inbox, { data: 'newer' });
-        await request(server.url, 'POST', `/api/v1/addresses/${a.id}/events/${first.body.event.id}/ack`, { token: a.token });
+        await request(server.url, 'POST', `/api/v1/addresses/${a.id}/events/${first.body.event.id}/ack`, {
+          token: a.token,
+        });
         now = Date.parse(first.body.event.created_at) + 30 * 24 * 3600_000 + 1;
         await server.roost.sweeper.sweep();
         const page = await listEvents(server.url, a);
-        assert.deepEqual(page.body.events.map((e: any) => e.data), ['newer']);
+        assert.deepEqual(
+          page.body.events.map((e: any) => e.data),
+          ['newer'],
+        );
         // Sequences are never reused after a purge.
         assert.equal((await deliver(a.inbox, { data: 'next' })).body.event.sequence, 3);
       } finally {

@@ -28,11 +28,17 @@ await forEachEngine('read the queue', (server) => {
     assert.equal(first.status, 200);
     assert.deepEqual(Object.keys(first.body).sort(), ['events', 'has_more', 'next_cursor']);
     assert.equal(first.body.events.length, 50);
-    assert.deepEqual(first.body.events.map((e: any) => e.sequence), Array.from({ length: 50 }, (_, i) => i + 1));
+    assert.deepEqual(
+      first.body.events.map((e: any) => e.sequence),
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
     assert.equal(first.body.next_cursor, 50);
     assert.equal(first.body.has_more, true);
     const second = await listEvents(server().url, full, `after=${first.body.next_cursor}`);
-    assert.deepEqual(second.body.events.map((e: any) => e.data.i), Array.from({ length: 10 }, (_, i) => i + 51));
+    assert.deepEqual(
+      second.body.events.map((e: any) => e.data.i),
+      Array.from({ length: 10 }, (_, i) => i + 51),
+    );
     assert.equal(second.body.next_cursor, 60);
     assert.equal(second.body.has_more, false);
   });
@@ -46,7 +52,10 @@ await forEachEngine('read the queue', (server) => {
 
   it('honours limit at both bounds and has_more exactly at the edge', async () => {
     const one = await listEvents(server().url, full, 'limit=1&after=59');
-    assert.deepEqual(one.body.events.map((e: any) => e.sequence), [60]);
+    assert.deepEqual(
+      one.body.events.map((e: any) => e.sequence),
+      [60],
+    );
     assert.equal(one.body.has_more, false);
     const edge = await listEvents(server().url, full, 'limit=1&after=58');
     assert.equal(edge.body.has_more, true);
@@ -55,8 +64,19 @@ await forEachEngine('read the queue', (server) => {
   });
 
   const bad = [
-    'limit=0', 'limit=101', 'wait=26', 'after=-1', 'after=1.5', 'after=1e2', 'after=%2B1', 'after=', 'limit=ten',
-    'after=0x10', 'wait=1&wait=2', 'after=%201', 'after=99999999999999999999',
+    'limit=0',
+    'limit=101',
+    'wait=26',
+    'after=-1',
+    'after=1.5',
+    'after=1e2',
+    'after=%2B1',
+    'after=',
+    'limit=ten',
+    'after=0x10',
+    'wait=1&wait=2',
+    'after=%201',
+    'after=99999999999999999999',
   ];
   for (const query of bad) {
     it(`refuses ${query} with 400 invalid_request naming the parameter`, async () => {
@@ -91,7 +111,15 @@ await forEachEngine('read the queue', (server) => {
     assert.equal(first.dedupe_key, 'key-1');
     assert.equal(first.address_id, a.id);
     assert.match(first.id, /^evt_[A-Za-z0-9_-]{22,}$/);
-    assert.deepEqual(Object.keys(second).sort(), ['address_id', 'created_at', 'data', 'id', 'sequence', 'source', 'type']);
+    assert.deepEqual(Object.keys(second).sort(), [
+      'address_id',
+      'created_at',
+      'data',
+      'id',
+      'sequence',
+      'source',
+      'type',
+    ]);
     assert.equal(second.type, 'message.received');
     assert.equal(second.source, 'https');
     assert.equal(second.data, null);
@@ -107,7 +135,10 @@ await forEachEngine('long-poll', (server) => {
     const delivered = await deliver(a.inbox, { data: 'wake up' });
     const res = await poll;
     assert.equal(res.status, 200);
-    assert.deepEqual(res.body.events.map((e: any) => e.id), [delivered.body.event.id]);
+    assert.deepEqual(
+      res.body.events.map((e: any) => e.id),
+      [delivered.body.event.id],
+    );
     // Functional, not a benchmark: a timer-driven answer would take the full 20 s.
     assert.ok(Date.now() - started < 10_000, 'answered by the wake-up, not by the timeout');
   });
@@ -130,7 +161,10 @@ await forEachEngine('long-poll', (server) => {
     await deliver(other.inbox, { data: 'elsewhere' });
     const fresh = await deliver(a.inbox, { data: 'new' });
     const res = await poll;
-    assert.deepEqual(res.body.events.map((e: any) => e.id), [fresh.body.event.id]);
+    assert.deepEqual(
+      res.body.events.map((e: any) => e.id),
+      [fresh.body.event.id],
+    );
   });
 
   it('frees the wait when the client goes away', async () => {
@@ -138,7 +172,10 @@ await forEachEngine('long-poll', (server) => {
     const before = server().roost.waiters.held;
     const controller = new AbortController();
     const poll = listEvents(server().url, a, 'wait=25').catch(() => 'aborted');
-    void request(server().url, 'GET', `/api/v1/addresses/${a.id}/events?wait=25`, { token: a.token, signal: controller.signal }).catch(() => undefined);
+    void request(server().url, 'GET', `/api/v1/addresses/${a.id}/events?wait=25`, {
+      token: a.token,
+      signal: controller.signal,
+    }).catch(() => undefined);
     await eventually(() => server().roost.waiters.held >= before + 2, 'both polls are held');
     controller.abort();
     await eventually(() => server().roost.waiters.held === before + 1, 'the abandoned poll is released');
@@ -161,7 +198,11 @@ await forEachEngine('long-poll', (server) => {
     const polls = Array.from({ length: 20 }, () => listEvents(server().url, a, 'wait=20'));
     await eventually(() => server().roost.waiters.held >= 20, 'all polls are held');
     const delivered = await deliver(a.inbox, { data: 'all' });
-    for (const res of await Promise.all(polls)) assert.deepEqual(res.body.events.map((e: any) => e.id), [delivered.body.event.id]);
+    for (const res of await Promise.all(polls))
+      assert.deepEqual(
+        res.body.events.map((e: any) => e.id),
+        [delivered.body.event.id],
+      );
   });
 });
 
@@ -174,7 +215,10 @@ await forEachEngine('acknowledge', (server) => {
     assert.equal(first.status, 200);
     assert.deepEqual(Object.keys(first.body), ['event']);
     assert.match(first.body.event.acknowledged_at, /Z$/);
-    assert.deepEqual({ ...first.body.event, acknowledged_at: undefined }, { ...body.event, acknowledged_at: undefined });
+    assert.deepEqual(
+      { ...first.body.event, acknowledged_at: undefined },
+      { ...body.event, acknowledged_at: undefined },
+    );
     await new Promise((resolve) => setTimeout(resolve, 5));
     const again = await request(server().url, 'POST', path, { token: a.token });
     assert.equal(again.status, 200);
@@ -195,7 +239,10 @@ await forEachEngine('acknowledge', (server) => {
   it('ignores a body sent with the ack', async () => {
     const a = await createAddress(server().url);
     const e = (await deliver(a.inbox, { data: 1 })).body.event;
-    const res = await request(server().url, 'POST', `/api/v1/addresses/${a.id}/events/${e.id}/ack`, { token: a.token, body: { anything: true } });
+    const res = await request(server().url, 'POST', `/api/v1/addresses/${a.id}/events/${e.id}/ack`, {
+      token: a.token,
+      body: { anything: true },
+    });
     assert.equal(res.status, 200);
   });
 

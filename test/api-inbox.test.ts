@@ -117,7 +117,10 @@ await forEachEngine('deliver', (server) => {
   for (const [what, body] of invalid) {
     it(`refuses ${what} with 400 invalid_request`, async () => {
       const a = await createAddress(server().url);
-      const res = await request(server().url, 'POST', a.inbox, { rawBody: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+      const res = await request(server().url, 'POST', a.inbox, {
+        rawBody: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
       assert.equal(res.status, 400, res.text);
       ERROR_SHAPE(res.body, 'invalid_request');
       assert.equal((await listEvents(server().url, a)).body.events.length, 0);
@@ -132,7 +135,12 @@ await forEachEngine('deliver', (server) => {
       [{ 'content-type': 'text/plain' }, '{"data":1}', 415, 'unsupported_media_type'],
       [{}, Buffer.from('{"data":1}'), 415, 'unsupported_media_type'],
       [{ 'content-type': 'application/json; charset=latin1' }, '{"data":1}', 415, 'unsupported_media_type'],
-      [{ 'content-type': 'application/json' }, JSON.stringify({ data: 'x'.repeat(256 * 1024) }), 413, 'payload_too_large'],
+      [
+        { 'content-type': 'application/json' },
+        JSON.stringify({ data: 'x'.repeat(256 * 1024) }),
+        413,
+        'payload_too_large',
+      ],
     ];
     for (const [headers, rawBody, status, code] of cases) {
       const res = await request(server().url, 'POST', a.inbox, { headers, rawBody });
@@ -158,7 +166,11 @@ await forEachEngine('deliver', (server) => {
       ERROR_SHAPE(res.body, 'inbox_not_found');
       bodies.add(res.text);
       // A wrong inbox answers 404 whatever the body: it reveals nothing about the address.
-      for (const [rawBody, type] of [['{"bogus":1}', 'application/json'], ['{"data": tru', 'application/json'], ['hello', 'text/plain']]) {
+      for (const [rawBody, type] of [
+        ['{"bogus":1}', 'application/json'],
+        ['{"data": tru', 'application/json'],
+        ['hello', 'text/plain'],
+      ]) {
         const invalid = await request(server().url, 'POST', path, { rawBody, headers: { 'content-type': type } });
         assert.equal(invalid.status, 404, `${rawBody} → ${invalid.text}`);
       }
@@ -180,7 +192,9 @@ await forEachEngine('deliver', (server) => {
     const a = await createAddress(server().url);
     // 1000 deliveries, sent in concurrent batches to keep the test short.
     for (let batch = 0; batch < 10; batch++) {
-      const results = await Promise.all(Array.from({ length: 100 }, (_, i) => deliver(a.inbox, { data: batch * 100 + i })));
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => deliver(a.inbox, { data: batch * 100 + i })),
+      );
       assert.ok(results.every((r) => r.status === 202));
     }
     const full = await deliver(a.inbox, { data: 'overflow' });
@@ -191,14 +205,21 @@ await forEachEngine('deliver', (server) => {
     const page = await listEvents(server().url, a, 'limit=3');
     const [e1, e2, e3] = page.body.events;
     for (const e of [e3, e2]) {
-      assert.equal((await request(server().url, 'POST', `/api/v1/addresses/${a.id}/events/${e.id}/ack`, { token: a.token })).status, 200);
+      assert.equal(
+        (await request(server().url, 'POST', `/api/v1/addresses/${a.id}/events/${e.id}/ack`, { token: a.token }))
+          .status,
+        200,
+      );
     }
     const accepted = await deliver(a.inbox, { data: 'room' });
     assert.equal(accepted.status, 202);
     assert.equal(accepted.body.event.sequence, 1001);
     const after = await listEvents(server().url, a, 'limit=3');
     // The oldest acknowledged (sequence 2) went; sequence 1, unacknowledged, stayed.
-    assert.deepEqual(after.body.events.map((e: any) => e.sequence), [1, 3, 4]);
+    assert.deepEqual(
+      after.body.events.map((e: any) => e.sequence),
+      [1, 3, 4],
+    );
     assert.equal(after.body.events[0].id, e1.id);
     assert.equal((await deliver(a.inbox, { data: 'room 2' })).body.event.sequence, 1002);
     assert.equal((await deliver(a.inbox, { data: 'full again' })).status, 429);

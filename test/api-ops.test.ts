@@ -48,7 +48,10 @@ await forEachEngine('operations', (server) => {
     assert.equal(stream.status, 200);
     assert.match((await request(server().url, 'GET', '/metrics')).text, /^roost_streams_open 1$/m);
     controller.abort();
-    await eventually(async () => /^roost_streams_open 0$/m.test((await request(server().url, 'GET', '/metrics')).text), 'the stream is closed');
+    await eventually(
+      async () => /^roost_streams_open 0$/m.test((await request(server().url, 'GET', '/metrics')).text),
+      'the stream is closed',
+    );
   });
 
   it('GET /api/v1/openapi.json is OpenAPI 3.1, version 0.1.0, with every operation and its schemas', async () => {
@@ -127,10 +130,20 @@ describe('configuration', () => {
 
   it('reads every variable', () => {
     const config = loadConfig({
-      PORT: '8080', HOST: '0.0.0.0', ROOST_BASE_URL: 'https://roost.example/', ROOST_DB: '/tmp/x.db',
-      DATABASE_URL: 'postgres://u@h/db', ROOST_SMTP_PORT: '0', ROOST_MAIL_DOMAIN: 'Mail.Example',
-      ROOST_CREATE_RATE: '5/sec', ROOST_TRUST_PROXY: 'true', ROOST_MAX_BODY_BYTES: '1MiB',
-      ROOST_MAX_EMAIL_BYTES: '2097152', ROOST_DEFAULT_TTL_SECONDS: '60', ROOST_MAX_TTL_SECONDS: '120', LOG_LEVEL: 'warn',
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      ROOST_BASE_URL: 'https://roost.example/',
+      ROOST_DB: '/tmp/x.db',
+      DATABASE_URL: 'postgres://u@h/db',
+      ROOST_SMTP_PORT: '0',
+      ROOST_MAIL_DOMAIN: 'Mail.Example',
+      ROOST_CREATE_RATE: '5/sec',
+      ROOST_TRUST_PROXY: 'true',
+      ROOST_MAX_BODY_BYTES: '1MiB',
+      ROOST_MAX_EMAIL_BYTES: '2097152',
+      ROOST_DEFAULT_TTL_SECONDS: '60',
+      ROOST_MAX_TTL_SECONDS: '120',
+      LOG_LEVEL: 'warn',
     });
     assert.equal(config.baseUrl, 'https://roost.example');
     assert.equal(config.mailDomain, 'mail.example');
@@ -143,12 +156,21 @@ describe('configuration', () => {
   });
 
   for (const [name, value] of [
-    ['PORT', '70000'], ['PORT', 'abc'], ['ROOST_CREATE_RATE', '20/fortnight'], ['ROOST_CREATE_RATE', '0/min'],
-    ['ROOST_BASE_URL', 'ftp://x'], ['DATABASE_URL', 'mysql://x'], ['LOG_LEVEL', 'loud'], ['ROOST_MAX_BODY_BYTES', '12 apples'],
+    ['PORT', '70000'],
+    ['PORT', 'abc'],
+    ['ROOST_CREATE_RATE', '20/fortnight'],
+    ['ROOST_CREATE_RATE', '0/min'],
+    ['ROOST_BASE_URL', 'ftp://x'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['LOG_LEVEL', 'loud'],
+    ['ROOST_MAX_BODY_BYTES', '12 apples'],
     ['ROOST_DEFAULT_TTL_SECONDS', '30'],
   ]) {
     it(`refuses ${name}=${value} with a clear message`, () => {
-      assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => error instanceof ConfigError && error.message.includes(name));
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (error: unknown) => error instanceof ConfigError && error.message.includes(name),
+      );
     });
   }
 
@@ -166,7 +188,7 @@ describe('shutdown (CONTRACT §9: stop accepting, finish in-flight writes)', () 
       const socket = net.connect(Number(new URL(server.url).port), '127.0.0.1');
       await once(socket, 'connect');
       let received = '';
-      socket.on('data', (chunk: Buffer) => (received += chunk));
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
       const socketClosed = once(socket, 'close');
       const begun = once(server.roost.app.server, 'request');
       // The delivery's headers and part of its body: once Node has handed the request over
@@ -180,7 +202,9 @@ describe('shutdown (CONTRACT §9: stop accepting, finish in-flight writes)', () 
       // Shutdown has begun once the preClose hook has shortened keep-alive (http/app.ts).
       await eventually(() => server.roost.app.server.keepAliveTimeout === 1, 'shutdown begun');
       // The rest of the body, then a second request pipelined behind it on the same socket.
-      socket.write(`${body.slice(10)}GET /api/v1/addresses/${a.id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\n\r\n`);
+      socket.write(
+        `${body.slice(10)}GET /api/v1/addresses/${a.id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\n\r\n`,
+      );
       await socketClosed;
       await closing;
 

@@ -45,12 +45,12 @@ describe('roost CLI', () => {
     let stdout = '';
     let stderr = '';
     let onOutput = () => {};
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
       onOutput();
     });
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.stdin!.end(input);
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdin.end(input);
     const exited = once(child, 'exit').then(([code]) => code as number | null);
     const lines = () => stdout.split('\n').filter(Boolean);
     return {
@@ -64,7 +64,9 @@ describe('roost CLI', () => {
             onOutput = () => lines().length >= count && resolve(lines());
             onOutput();
           }),
-          exited.then((code) => Promise.reject(new Error(`roost ${args[0]} exited ${code} early:\n${stdout}\n${stderr}`))),
+          exited.then((code) =>
+            Promise.reject(new Error(`roost ${args[0]} exited ${code} early:\n${stdout}\n${stderr}`)),
+          ),
         ]),
     };
   }
@@ -94,7 +96,17 @@ describe('roost CLI', () => {
   });
 
   test('create prints the creation response and --save writes it with mode 0600, never over a file', async () => {
-    const result = await run(['create', '--name', 'saved', '--task-id', 'T-9', '--expires-in', '3600', '--save', 'creds.json']);
+    const result = await run([
+      'create',
+      '--name',
+      'saved',
+      '--task-id',
+      'T-9',
+      '--expires-in',
+      '3600',
+      '--save',
+      'creds.json',
+    ]);
     assert.equal(result.code, 0, result.stderr);
     assert.equal(result.stderr, '', 'nothing on stderr when it is not a terminal');
     const printed = JSON.parse(result.stdout) as CreateAddressResponse;
@@ -111,7 +123,10 @@ describe('roost CLI', () => {
     assert.deepEqual(JSON.parse(readFileSync(path, 'utf8')), printed, 'the saved file is untouched');
 
     // Without --url or ROOST_URL, the saved credentials say where the service is.
-    const local = { ...printed, endpoints: { ...printed.endpoints, events_url: `${server.url}/api/v1/addresses/${printed.address.id}/events` } };
+    const local = {
+      ...printed,
+      endpoints: { ...printed.endpoints, events_url: `${server.url}/api/v1/addresses/${printed.address.id}/events` },
+    };
     writeFileSync(join(dir, 'local.json'), JSON.stringify(local));
     const got = await run(['get', '--credentials', 'local.json'], { ROOST_URL: '' });
     assert.equal(got.code, 0, got.stderr);
@@ -121,7 +136,18 @@ describe('roost CLI', () => {
   test('send delivers one event; a repeat with the same --key queues nothing new', async () => {
     const { created, inbox } = await createSaved('send.json');
     writeFileSync(join(dir, 'payload.json'), '{"order": 42}');
-    const first = await run(['send', inbox, '--type', 'order.paid', '--data', '@payload.json', '--metadata', 'region=eu', '--key', 'order-42']);
+    const first = await run([
+      'send',
+      inbox,
+      '--type',
+      'order.paid',
+      '--data',
+      '@payload.json',
+      '--metadata',
+      'region=eu',
+      '--key',
+      'order-42',
+    ]);
     assert.equal(first.code, 0, first.stderr);
     const delivered = JSON.parse(first.stdout) as EventDeliveryResponse;
     assert.equal(delivered.duplicate, false);
@@ -137,8 +163,14 @@ describe('roost CLI', () => {
 
     const listed = await run(['events', '--credentials', 'send.json']);
     assert.equal(listed.code, 0, listed.stderr);
-    const events = listed.stdout.trim().split('\n').map((line) => JSON.parse(line) as Event);
-    assert.deepEqual(events.map((e) => e.id), [delivered.event.id]);
+    const events = listed.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Event);
+    assert.deepEqual(
+      events.map((e) => e.id),
+      [delivered.event.id],
+    );
     assert.equal(events[0].address_id, created.address.id);
   });
 
@@ -148,11 +180,21 @@ describe('roost CLI', () => {
     const sent = await run(['send', inbox, '--data', '{"hello":"world"}']);
     assert.equal(sent.code, 0, sent.stderr);
     assert.equal(await waiting.exit(), 0, waiting.stderr());
-    const printed = waiting.stdout().trim().split('\n').map((line) => JSON.parse(line) as Event);
-    assert.deepEqual(printed.map((e) => e.data), [{ hello: 'world' }]);
+    const printed = waiting
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Event);
+    assert.deepEqual(
+      printed.map((e) => e.data),
+      [{ hello: 'world' }],
+    );
 
     const after = await run(['events', '--credentials', 'wait.json', '--after', '0']);
-    const [event] = after.stdout.trim().split('\n').map((line) => JSON.parse(line) as Event);
+    const [event] = after.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Event);
     assert.ok(event.acknowledged_at, 'acknowledged by --ack');
     const later = await run(['events', '--credentials', 'wait.json', '--after', String(event.sequence)]);
     assert.equal(later.code, 0);
@@ -187,33 +229,66 @@ describe('roost CLI', () => {
     });
     after(() => new Promise<void>((resolve) => sink.close(() => resolve())));
 
-    test('forwards in order, retries a failure, acknowledges, and resumes from its cursor file after a restart', { timeout: 60_000 }, async () => {
-      const { created, inbox } = await createSaved('listen.json');
-      const id = created.address.id;
-      for (const n of [1, 2]) assert.equal((await run(['send', inbox, '--data', String(n)])).code, 0);
+    test(
+      'forwards in order, retries a failure, acknowledges, and resumes from its cursor file after a restart',
+      { timeout: 60_000 },
+      async () => {
+        const { created, inbox } = await createSaved('listen.json');
+        const id = created.address.id;
+        for (const n of [1, 2]) assert.equal((await run(['send', inbox, '--data', String(n)])).code, 0);
 
-      const first = start(['listen', '--credentials', 'listen.json', '--forward', sinkUrl]);
-      const lines = (await first.lines(2)).map((line) => JSON.parse(line));
-      first.child.kill('SIGINT');
-      assert.equal(await first.exit(), 0, first.stderr());
-      assert.deepEqual(lines.map((l) => [l.sequence, l.status, l.attempts]), [[1, 200, 2], [2, 200, 1]]);
-      // The failed first attempt was retried before the second event was sent: no reordering.
-      assert.deepEqual(received.map((r) => [r.sequence, r.status]), [[1, 500], [1, 200], [2, 200]]);
-      assert.equal(received[1].body.id, received[1].id);
-      assert.equal(received[1].body.data, 1);
-      assert.deepEqual(JSON.parse(readFileSync(join(dir, `.roost-cursor-${id}`), 'utf8')), { address_id: id, after: 2 });
-      const listed = (await run(['events', '--credentials', 'listen.json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as Event);
-      assert.deepEqual(listed.map((e) => Boolean(e.acknowledged_at)), [true, true]);
+        const first = start(['listen', '--credentials', 'listen.json', '--forward', sinkUrl]);
+        const lines = (await first.lines(2)).map((line) => JSON.parse(line));
+        first.child.kill('SIGINT');
+        assert.equal(await first.exit(), 0, first.stderr());
+        assert.deepEqual(
+          lines.map((l) => [l.sequence, l.status, l.attempts]),
+          [
+            [1, 200, 2],
+            [2, 200, 1],
+          ],
+        );
+        // The failed first attempt was retried before the second event was sent: no reordering.
+        assert.deepEqual(
+          received.map((r) => [r.sequence, r.status]),
+          [
+            [1, 500],
+            [1, 200],
+            [2, 200],
+          ],
+        );
+        assert.equal(received[1].body.id, received[1].id);
+        assert.equal(received[1].body.data, 1);
+        assert.deepEqual(JSON.parse(readFileSync(join(dir, `.roost-cursor-${id}`), 'utf8')), {
+          address_id: id,
+          after: 2,
+        });
+        const listed = (await run(['events', '--credentials', 'listen.json'])).stdout
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Event);
+        assert.deepEqual(
+          listed.map((e) => Boolean(e.acknowledged_at)),
+          [true, true],
+        );
 
-      // Restarted — forwarding acknowledged events too, so only the cursor file prevents repeats.
-      for (const n of [3, 4]) assert.equal((await run(['send', inbox, '--data', String(n)])).code, 0);
-      const second = start(['listen', '--credentials', 'listen.json', '--forward', sinkUrl, '--include-acked']);
-      const resumed = (await second.lines(2)).map((line) => JSON.parse(line));
-      second.child.kill('SIGTERM');
-      assert.equal(await second.exit(), 0, second.stderr());
-      assert.deepEqual(resumed.map((l) => l.sequence), [3, 4]);
-      assert.deepEqual(received.filter((r) => r.status === 200).map((r) => r.sequence), [1, 2, 3, 4], 'nothing delivered twice');
-    });
+        // Restarted — forwarding acknowledged events too, so only the cursor file prevents repeats.
+        for (const n of [3, 4]) assert.equal((await run(['send', inbox, '--data', String(n)])).code, 0);
+        const second = start(['listen', '--credentials', 'listen.json', '--forward', sinkUrl, '--include-acked']);
+        const resumed = (await second.lines(2)).map((line) => JSON.parse(line));
+        second.child.kill('SIGTERM');
+        assert.equal(await second.exit(), 0, second.stderr());
+        assert.deepEqual(
+          resumed.map((l) => l.sequence),
+          [3, 4],
+        );
+        assert.deepEqual(
+          received.filter((r) => r.status === 200).map((r) => r.sequence),
+          [1, 2, 3, 4],
+          'nothing delivered twice',
+        );
+      },
+    );
   });
 
   test('wrong credentials fail with exit 1 and one clear line', async () => {

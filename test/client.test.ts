@@ -49,10 +49,16 @@ describe('RoostClient against a running server', () => {
     assert.equal(second.event.type, 'message.received');
 
     const page = await client.listEvents({ after: 0, limit: 1 });
-    assert.deepEqual(page.events.map((e) => e.id), [first.event.id]);
+    assert.deepEqual(
+      page.events.map((e) => e.id),
+      [first.event.id],
+    );
     assert.equal(page.has_more, true);
     const rest = await client.listEvents({ after: page.next_cursor });
-    assert.deepEqual(rest.events.map((e) => e.sequence), [2]);
+    assert.deepEqual(
+      rest.events.map((e) => e.sequence),
+      [2],
+    );
 
     const acked = await client.ack(first.event.id);
     assert.ok(acked.acknowledged_at);
@@ -69,7 +75,11 @@ describe('RoostClient against a running server', () => {
 
   test('errors are typed: the service said no, or the service was not reached', async () => {
     const created = await new RoostClient({ baseUrl: server.url }).createAddress();
-    const wrong = new RoostClient({ baseUrl: server.url, addressId: created.address.id, readToken: 'roost_read_not-the-token' });
+    const wrong = new RoostClient({
+      baseUrl: server.url,
+      addressId: created.address.id,
+      readToken: 'roost_read_not-the-token',
+    });
     await assert.rejects(wrong.listEvents(), (error: unknown) => {
       assert.ok(error instanceof RoostError);
       assert.equal(error.status, 401);
@@ -77,13 +87,26 @@ describe('RoostClient against a running server', () => {
       assert.equal(error.retryable, false);
       return true;
     });
-    await assert.rejects(new RoostClient({ baseUrl: server.url }).deliver(`${server.url}/api/v1/inbox/${created.address.id}/roost_ingress_wrong`, {}), {
-      status: 404,
-      code: 'inbox_not_found',
+    await assert.rejects(
+      new RoostClient({ baseUrl: server.url }).deliver(
+        `${server.url}/api/v1/inbox/${created.address.id}/roost_ingress_wrong`,
+        {},
+      ),
+      {
+        status: 404,
+        code: 'inbox_not_found',
+      },
+    );
+    await assert.rejects(new RoostClient({ baseUrl: server.url }).createAddress({ name: 'x'.repeat(101) }), {
+      status: 400,
+      code: 'invalid_request',
     });
-    await assert.rejects(new RoostClient({ baseUrl: server.url }).createAddress({ name: 'x'.repeat(101) }), { status: 400, code: 'invalid_request' });
 
-    const unreachable = new RoostClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, addressId: 'addr_x', readToken: 'roost_read_x' });
+    const unreachable = new RoostClient({
+      baseUrl: `http://127.0.0.1:${await freePort()}`,
+      addressId: 'addr_x',
+      readToken: 'roost_read_x',
+    });
     await assert.rejects(unreachable.getAddress(), (error: unknown) => {
       assert.ok(error instanceof RoostNetworkError);
       assert.equal(error.code, 'network_error');
@@ -96,7 +119,8 @@ describe('RoostClient against a running server', () => {
   test('events() with ack: each event is acknowledged once the next one is asked for', async () => {
     const created = await new RoostClient({ baseUrl: server.url }).createAddress();
     const client = RoostClient.fromCredentials(created, { baseUrl: server.url });
-    for (let i = 1; i <= 3; i++) await client.deliver(`${server.url}${new URL(created.endpoints.inbox_url).pathname}`, { data: i });
+    for (let i = 1; i <= 3; i++)
+      await client.deliver(`${server.url}${new URL(created.endpoints.inbox_url).pathname}`, { data: i });
 
     const seen: number[] = [];
     for await (const event of client.events({ ack: true, wait: 1 })) {
@@ -105,7 +129,10 @@ describe('RoostClient against a running server', () => {
     }
     assert.deepEqual(seen, [1, 2, 3]);
     const page = await client.listEvents();
-    assert.deepEqual(page.events.map((e) => Boolean(e.acknowledged_at)), [true, true, false]);
+    assert.deepEqual(
+      page.events.map((e) => Boolean(e.acknowledged_at)),
+      [true, true, false],
+    );
 
     // Resuming after the last cursor yields nothing old; aborting ends a held poll quietly.
     const controller = new AbortController();
@@ -130,57 +157,70 @@ describe('events() across server restarts', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test('a follower loses nothing and repeats nothing when the server stops, and when it is killed', { timeout: 90_000 }, async () => {
-    const port = await freePort();
-    const env = { PORT: String(port), ROOST_DB: join(dir, 'roost.db') };
-    current = await spawnServer(env);
-    const base = current.url;
-    const created = await new RoostClient({ baseUrl: base }).createAddress();
-    const inbox = `${base}${new URL(created.endpoints.inbox_url).pathname}`;
-    const client = RoostClient.fromCredentials(created, { baseUrl: base, backoff: { initialDelayMs: 50, maxDelayMs: 400 } });
+  test(
+    'a follower loses nothing and repeats nothing when the server stops, and when it is killed',
+    { timeout: 90_000 },
+    async () => {
+      const port = await freePort();
+      const env = { PORT: String(port), ROOST_DB: join(dir, 'roost.db') };
+      current = await spawnServer(env);
+      const base = current.url;
+      const created = await new RoostClient({ baseUrl: base }).createAddress();
+      const inbox = `${base}${new URL(created.endpoints.inbox_url).pathname}`;
+      const client = RoostClient.fromCredentials(created, {
+        baseUrl: base,
+        backoff: { initialDelayMs: 50, maxDelayMs: 400 },
+      });
 
-    const received: Event[] = [];
-    let retries = 0;
-    const controller = new AbortController();
-    let arrived: () => void = () => {};
-    const follower = (async () => {
-      for await (const event of client.events({ wait: 25, signal: controller.signal, onRetry: () => retries++ })) {
-        received.push(event);
-        arrived();
-      }
-    })();
-    // Waits for n events, failing at once if the follower gave up instead.
-    const receivedCount = (n: number) =>
-      Promise.race([
-        new Promise<void>((resolve) => {
-          arrived = () => received.length >= n && resolve();
+      const received: Event[] = [];
+      let retries = 0;
+      const controller = new AbortController();
+      let arrived: () => void = () => {};
+      const follower = (async () => {
+        for await (const event of client.events({ wait: 25, signal: controller.signal, onRetry: () => retries++ })) {
+          received.push(event);
           arrived();
-        }),
-        follower.then(() => Promise.reject(new Error(`the follower ended after ${received.length} events`))),
-      ]);
+        }
+      })();
+      // Waits for n events, failing at once if the follower gave up instead.
+      const receivedCount = (n: number) =>
+        Promise.race([
+          new Promise<void>((resolve) => {
+            arrived = () => received.length >= n && resolve();
+            arrived();
+          }),
+          follower.then(() => Promise.reject(new Error(`the follower ended after ${received.length} events`))),
+        ]);
 
-    const deliverBatch = async (from: number) => {
-      for (let i = from; i < from + 3; i++) await client.deliver(inbox, { data: { i } }, { idempotencyKey: `k${i}` });
-    };
+      const deliverBatch = async (from: number) => {
+        for (let i = from; i < from + 3; i++) await client.deliver(inbox, { data: { i } }, { idempotencyKey: `k${i}` });
+      };
 
-    await deliverBatch(1);
-    await receivedCount(3);
-    // SIGTERM while the follower's poll is held: the poll answers empty, then the port is closed.
-    assert.equal(await current.stop(), 0);
-    current = await spawnServer(env);
-    await deliverBatch(4);
-    await receivedCount(6);
-    // SIGKILL: the held poll's connection dies without an answer.
-    await current.kill();
-    current = await spawnServer(env);
-    await deliverBatch(7);
-    await receivedCount(9);
+      await deliverBatch(1);
+      await receivedCount(3);
+      // SIGTERM while the follower's poll is held: the poll answers empty, then the port is closed.
+      assert.equal(await current.stop(), 0);
+      current = await spawnServer(env);
+      await deliverBatch(4);
+      await receivedCount(6);
+      // SIGKILL: the held poll's connection dies without an answer.
+      await current.kill();
+      current = await spawnServer(env);
+      await deliverBatch(7);
+      await receivedCount(9);
 
-    controller.abort();
-    await follower;
-    assert.deepEqual(received.map((e) => e.sequence), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    assert.deepEqual(received.map((e) => (e.data as { i: number }).i), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    assert.equal(new Set(received.map((e) => e.id)).size, 9);
-    assert.ok(retries > 0, 'the follower should have had to retry while the server was down');
-  });
+      controller.abort();
+      await follower;
+      assert.deepEqual(
+        received.map((e) => e.sequence),
+        [1, 2, 3, 4, 5, 6, 7, 8, 9],
+      );
+      assert.deepEqual(
+        received.map((e) => (e.data as { i: number }).i),
+        [1, 2, 3, 4, 5, 6, 7, 8, 9],
+      );
+      assert.equal(new Set(received.map((e) => e.id)).size, 9);
+      assert.ok(retries > 0, 'the follower should have had to retry while the server was down');
+    },
+  );
 });

@@ -31,16 +31,26 @@ async function start(databaseUrl: string): Promise<ServerProcess> {
   return proc;
 }
 
-describe('SIGKILL under load on PostgreSQL (CONTRACT §3: a 202 is durable)', { skip: skip ? `skipped: ${skip}` : false }, () => {
-  test('every 202 survives with its sequence; gapless; unanswered deliveries queue at most once', { timeout: 120_000 }, async (t) => {
-    const db = await createTestDatabase();
-    databases.push(db);
-    const first = await start(db.url);
-    const addresses = await Promise.all(Array.from({ length: ADDRESSES }, () => createAddress(first.url)));
-    const outcome = await loadUntilKilled(first, addresses, SENDERS, KILL_AFTER);
-    const second = await start(db.url);
-    const committed = await verifyAfterRestart(second.url, addresses, outcome);
-    t.diagnostic(`${outcome.accepted.size} answered 202, ${outcome.unanswered.length} unanswered, of which ${committed} had committed`);
-    assert.equal(await second.stop(), 0, 'SIGTERM exits 0');
-  });
-});
+describe(
+  'SIGKILL under load on PostgreSQL (CONTRACT §3: a 202 is durable)',
+  { skip: skip ? `skipped: ${skip}` : false },
+  () => {
+    test(
+      'every 202 survives with its sequence; gapless; unanswered deliveries queue at most once',
+      { timeout: 120_000 },
+      async (t) => {
+        const db = await createTestDatabase();
+        databases.push(db);
+        const first = await start(db.url);
+        const addresses = await Promise.all(Array.from({ length: ADDRESSES }, () => createAddress(first.url)));
+        const outcome = await loadUntilKilled(first, addresses, SENDERS, KILL_AFTER);
+        const second = await start(db.url);
+        const committed = await verifyAfterRestart(second.url, addresses, outcome);
+        t.diagnostic(
+          `${outcome.accepted.size} answered 202, ${outcome.unanswered.length} unanswered, of which ${committed} had committed`,
+        );
+        assert.equal(await second.stop(), 0, 'SIGTERM exits 0');
+      },
+    );
+  },
+);

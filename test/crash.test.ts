@@ -36,17 +36,23 @@ const ADDRESSES = 4;
 const KILL_AFTER = 400;
 
 describe('SIGKILL under load (CONTRACT §3: a 202 is durable)', () => {
-  test('every 202 survives with its id and sequence; sequences stay gapless; the next delivery takes max+1', { timeout: 120_000 }, async () => {
-    const dbPath = tempDb();
-    let server = await start(dbPath);
-    const addresses = await Promise.all(Array.from({ length: ADDRESSES }, (_, i) => createAddress(server.url, { name: `crash ${i}` })));
-    const outcome = await loadUntilKilled(server, addresses, SENDERS, KILL_AFTER);
-    assert.equal(outcome.unanswered.length, SENDERS, 'every sender had a delivery in flight at the kill');
-    server = await start(dbPath);
-    // Gapless even when the kill cut a group commit short.
-    await verifyAfterRestart(server.url, addresses, outcome);
-    assert.equal(await server.stop(), 0);
-  });
+  test(
+    'every 202 survives with its id and sequence; sequences stay gapless; the next delivery takes max+1',
+    { timeout: 120_000 },
+    async () => {
+      const dbPath = tempDb();
+      let server = await start(dbPath);
+      const addresses = await Promise.all(
+        Array.from({ length: ADDRESSES }, (_, i) => createAddress(server.url, { name: `crash ${i}` })),
+      );
+      const outcome = await loadUntilKilled(server, addresses, SENDERS, KILL_AFTER);
+      assert.equal(outcome.unanswered.length, SENDERS, 'every sender had a delivery in flight at the kill');
+      server = await start(dbPath);
+      // Gapless even when the kill cut a group commit short.
+      await verifyAfterRestart(server.url, addresses, outcome);
+      assert.equal(await server.stop(), 0);
+    },
+  );
 });
 
 describe('SIGTERM (CONTRACT §9: answer held polls, finish writes, exit 0)', () => {
@@ -71,7 +77,12 @@ describe('SIGTERM (CONTRACT §9: answer held polls, finish writes, exit 0)', () 
     // process must be gone well before that (a bound, with 20 s to spare, not a measurement).
     const code = await Promise.race([
       exited,
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('SIGTERM did not answer the held polls; the server waited for them')), 20_000).unref()),
+      new Promise<never>((_, reject) =>
+        setTimeout(
+          () => reject(new Error('SIGTERM did not answer the held polls; the server waited for them')),
+          20_000,
+        ).unref(),
+      ),
     ]);
     assert.equal(code, 0, server.output());
     for (const poll of await Promise.all(polls)) {
@@ -81,7 +92,10 @@ describe('SIGTERM (CONTRACT §9: answer held polls, finish writes, exit 0)', () 
     // Nothing was lost on the way out.
     const again = await start(dbPath);
     const events = await readQueue(again.url, address);
-    assert.deepEqual(events.map((e) => e.id), [seeded.body.event.id]);
+    assert.deepEqual(
+      events.map((e) => e.id),
+      [seeded.body.event.id],
+    );
     assert.equal(await again.stop(), 0);
   });
 });

@@ -32,7 +32,10 @@ async function resolver(name: string, rrtype: string): Promise<string[][]> {
 let server: TestServer;
 
 before(async () => {
-  server = await startTestServer('sqlite', { env: { ROOST_MAIL_DOMAIN: 'roost.test' }, smtp: { port: 0, dnsResolver: resolver } });
+  server = await startTestServer('sqlite', {
+    env: { ROOST_MAIL_DOMAIN: 'roost.test' },
+    smtp: { port: 0, dnsResolver: resolver },
+  });
 });
 after(() => server.close());
 
@@ -50,7 +53,12 @@ async function signedMessage(to: string, domain = 'good.example'): Promise<Buffe
     newline: 'windows',
     dkim: { domainName: domain, keySelector: 'sel1', privateKey: privatePem },
   });
-  const info = await composer.sendMail({ from: `alerts@${domain}`, to, subject: 'Signed', text: 'The amount is 10 EUR.\n' });
+  const info = await composer.sendMail({
+    from: `alerts@${domain}`,
+    to,
+    subject: 'Signed',
+    text: 'The amount is 10 EUR.\n',
+  });
   return info.message as Buffer;
 }
 
@@ -72,9 +80,16 @@ describe('email authentication', () => {
       ignoreTLS: true,
       dkim: { domainName: 'good.example', keySelector: 'sel1', privateKey: privatePem },
     });
-    await mailer.sendMail({ from: 'alerts@good.example', to: address.email, subject: 'Signed', text: 'Hello from a real domain.' });
+    await mailer.sendMail({
+      from: 'alerts@good.example',
+      to: address.email,
+      subject: 'Signed',
+      text: 'Hello from a real domain.',
+    });
     const { authentication } = (await onlyEvent(address)).data;
-    assert.deepEqual(authentication.dkim, [{ domain: 'good.example', selector: 'sel1', result: 'pass', aligned: true, comment: null }]);
+    assert.deepEqual(authentication.dkim, [
+      { domain: 'good.example', selector: 'sel1', result: 'pass', aligned: true, comment: null },
+    ]);
     assert.equal(authentication.spf, 'pass');
     assert.equal(authentication.dmarc, 'pass');
     assert.equal(authentication.from_domain, 'good.example');
@@ -104,10 +119,16 @@ describe('email authentication', () => {
     await sendRaw(tampered, Buffer.from(signed.replace('10 EUR', '10000 EUR'), 'latin1'));
     const good = (await onlyEvent(intact)).data.authentication;
     assert.equal(good.dmarc, 'none');
-    assert.deepEqual(good.dkim.map((d: any) => [d.domain, d.result, d.aligned]), [['plain.example', 'pass', true]]);
+    assert.deepEqual(
+      good.dkim.map((d: any) => [d.domain, d.result, d.aligned]),
+      [['plain.example', 'pass', true]],
+    );
     assert.equal(good.verdict, 'pass');
     const bad = (await onlyEvent(tampered)).data.authentication;
-    assert.deepEqual(bad.dkim.map((d: any) => [d.domain, d.result, d.comment]), [['plain.example', 'fail', 'body hash did not verify']]);
+    assert.deepEqual(
+      bad.dkim.map((d: any) => [d.domain, d.result, d.comment]),
+      [['plain.example', 'fail', 'body hash did not verify']],
+    );
     assert.equal(bad.verdict, 'fail');
   });
 
@@ -136,8 +157,18 @@ describe('unreachable DNS', () => {
 
   test('records temperror and still accepts the message', async () => {
     const address = await createAddress(silent.url);
-    const mailer = nodemailer.createTransport({ host: '127.0.0.1', port: silent.roost.smtpPort!, secure: false, ignoreTLS: true });
-    const info = await mailer.sendMail({ from: 'someone@good.example', to: address.email, subject: 'no dns', text: 'hi' });
+    const mailer = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: silent.roost.smtpPort!,
+      secure: false,
+      ignoreTLS: true,
+    });
+    const info = await mailer.sendMail({
+      from: 'someone@good.example',
+      to: address.email,
+      subject: 'no dns',
+      text: 'hi',
+    });
     assert.ok(info.response.startsWith('250'));
     const res = await listEvents(silent.url, address);
     const { authentication } = res.body.events[0].data;

@@ -28,9 +28,10 @@ test('links: anchors with their text and entities decoded, bare URLs, List-Unsub
   const hints = extractHints({
     subject: null,
     text: null,
-    html: '<p><a class="btn" href="https://app.example/magic-link?t=a1&amp;next=%2F">Log&nbsp;in</a> '
-      + 'or see https://docs.example/guide. <a href=\'mailto:x@example.org\'>mail</a> <a href="javascript:alert(1)">x</a></p>'
-      + '<script>document.write(\'<a href="https://tracker.example/">t</a>\')</script><a href="https://unclosed.example/"',
+    html:
+      '<p><a class="btn" href="https://app.example/magic-link?t=a1&amp;next=%2F">Log&nbsp;in</a> ' +
+      'or see https://docs.example/guide. <a href=\'mailto:x@example.org\'>mail</a> <a href="javascript:alert(1)">x</a></p>' +
+      '<script>document.write(\'<a href="https://tracker.example/">t</a>\')</script><a href="https://unclosed.example/"',
     listUnsubscribe: '<mailto:leave@example.org>, <https://news.example/unsub?u=9>',
   });
   assert.deepEqual(hints.links, [
@@ -45,7 +46,10 @@ test('links: anchors with their text and entities decoded, bare URLs, List-Unsub
 test('RFC 2047: B and Q words, a character split across words, other charsets, bad charset kept', () => {
   const euro = Buffer.from('€', 'utf8'); // three bytes, split over two Q words below
   const q = (bytes: Buffer) => [...bytes].map((b) => `=${b.toString(16).toUpperCase()}`).join('');
-  assert.equal(decodeEncodedWords(`=?UTF-8?Q?Preis_${q(euro.subarray(0, 1))}?= =?UTF-8?Q?${q(euro.subarray(1))}_5?=`), 'Preis € 5');
+  assert.equal(
+    decodeEncodedWords(`=?UTF-8?Q?Preis_${q(euro.subarray(0, 1))}?= =?UTF-8?Q?${q(euro.subarray(1))}_5?=`),
+    'Preis € 5',
+  );
   assert.equal(decodeEncodedWords('=?utf-8?b?w6Rwc2lsb24=?= und =?iso-8859-1?q?K=E4se?='), 'äpsilon und Käse');
   assert.equal(decodeEncodedWords('=?x-unknown?Q?abc?= plain'), '=?x-unknown?Q?abc?= plain');
   assert.equal(headerValue('Subject: first\r\n second'), 'first second');
@@ -53,11 +57,17 @@ test('RFC 2047: B and Q words, a character split across words, other charsets, b
 });
 
 test('verdict: DMARC decides when it has a policy; otherwise aligned DKIM/SPF pass, any fail, or none', () => {
-  const dkim = (result: any, aligned: boolean) => [{ domain: 'd.example', selector: 's', result, aligned, comment: null }];
+  const dkim = (result: any, aligned: boolean) => [
+    { domain: 'd.example', selector: 's', result, aligned, comment: null },
+  ];
   assert.equal(judge('fail', false, [], 'pass'), 'pass');
   assert.equal(judge('pass', true, [], 'fail'), 'fail');
   assert.equal(judge('none', false, dkim('pass', true), 'none'), 'pass');
-  assert.equal(judge('none', false, dkim('pass', false), 'none'), 'none', 'a third party signature vouches for nothing');
+  assert.equal(
+    judge('none', false, dkim('pass', false), 'none'),
+    'none',
+    'a third party signature vouches for nothing',
+  );
   assert.equal(judge('pass', false, [], 'none'), 'none', 'SPF for another domain than From');
   assert.equal(judge('pass', true, [], 'temperror'), 'pass');
   assert.equal(judge('softfail', false, dkim('fail', true), 'none'), 'fail');

@@ -66,7 +66,10 @@ function sessionTests() {
     test('refuses unknown, deleted and foreign recipients with 550; accepts any case', async () => {
       const live = await createAddress(server.url, { name: 'Case test' });
       const gone = await createAddress(server.url);
-      assert.equal((await request(server.url, 'DELETE', `/api/v1/addresses/${gone.id}`, { token: gone.token })).status, 204);
+      assert.equal(
+        (await request(server.url, 'DELETE', `/api/v1/addresses/${gone.id}`, { token: gone.token })).status,
+        204,
+      );
       const [slug] = live.email.split('@');
       const smtp = await dialogue();
       assert.equal((await smtp.command('MAIL FROM:<sender@example.org>')).code, 250);
@@ -89,7 +92,10 @@ function sessionTests() {
       const address = await createAddress(server.url);
       const smtp = await dialogue();
       assert.equal((await smtp.command(`MAIL FROM:<big@example.org> SIZE=${MAX_EMAIL_BYTES + 1}`)).code, 552);
-      const big = message({ From: 'big@example.org', Subject: 'big' }, `${'x'.repeat(76)}\r\n`.repeat(Math.ceil(MAX_EMAIL_BYTES / 78) + 10));
+      const big = message(
+        { From: 'big@example.org', Subject: 'big' },
+        `${'x'.repeat(76)}\r\n`.repeat(Math.ceil(MAX_EMAIL_BYTES / 78) + 10),
+      );
       const replies = await smtp.send('big@example.org', [address.email], big);
       assert.equal(replies.at(-1)!.code, 552);
       // The session survives the refusal.
@@ -162,7 +168,9 @@ function messageTests() {
       // Hints: the code and the link, marked as hints and never visited.
       assert.match(data.extracted.note, /hints/);
       assert.deepEqual(data.extracted.codes, ['482913']);
-      assert.deepEqual(data.extracted.links, [{ url: 'https://example.org/verify?token=abc&u=1', text: 'Confirm', kind: 'action' }]);
+      assert.deepEqual(data.extracted.links, [
+        { url: 'https://example.org/verify?token=abc&u=1', text: 'Confirm', kind: 'action' },
+      ]);
       // Unsigned mail from a domain without records cannot be vouched for.
       assert.equal(data.authentication.verdict, 'none');
       assert.deepEqual(data.authentication.dkim, []);
@@ -172,10 +180,23 @@ function messageTests() {
       const one = await createAddress(server.url);
       const two = await createAddress(server.url);
       const smtp = await dialogue();
-      const replies = await smtp.send('sender@example.org', [one.email, `ghost@${DOMAIN}`, two.email, one.email.toUpperCase()], message({
-        From: 'sender@example.org', To: `${one.email}, ${two.email}`, Subject: 'to both', 'Message-ID': '<both-1@example.org>',
-      }, 'hello both'));
-      assert.deepEqual(replies.map((r) => r.code), [250, 250, 550, 250, 250, 250]);
+      const replies = await smtp.send(
+        'sender@example.org',
+        [one.email, `ghost@${DOMAIN}`, two.email, one.email.toUpperCase()],
+        message(
+          {
+            From: 'sender@example.org',
+            To: `${one.email}, ${two.email}`,
+            Subject: 'to both',
+            'Message-ID': '<both-1@example.org>',
+          },
+          'hello both',
+        ),
+      );
+      assert.deepEqual(
+        replies.map((r) => r.code),
+        [250, 250, 550, 250, 250, 250],
+      );
       await smtp.quit();
       for (const address of [one, two]) {
         const queued = await events(address);
@@ -190,25 +211,39 @@ function messageTests() {
       const address = await createAddress(server.url);
       const smtp = await dialogue();
       const withId = message({ From: 'a@example.org', Subject: 'first', 'Message-ID': '<same-id@example.org>' }, 'one');
-      const sameIdOtherBody = message({ From: 'a@example.org', Subject: 'second', 'Message-ID': '<same-id@example.org>' }, 'two');
+      const sameIdOtherBody = message(
+        { From: 'a@example.org', Subject: 'second', 'Message-ID': '<same-id@example.org>' },
+        'two',
+      );
       const withoutId = message({ From: 'a@example.org', Subject: 'no id' }, 'three');
       for (const raw of [withId, sameIdOtherBody, withoutId, withoutId]) {
         assert.equal((await smtp.send('a@example.org', [address.email], raw)).at(-1)!.code, 250);
       }
       await smtp.quit();
       const queued = await events(address);
-      assert.deepEqual(queued.map((e) => e.data.subject), ['first', 'no id']);
+      assert.deepEqual(
+        queued.map((e) => e.data.subject),
+        ['first', 'no id'],
+      );
       assert.equal(queued[0].dedupe_key, '<same-id@example.org>');
-      assert.equal(queued[1].dedupe_key, `sha256:${sha256(withoutId.endsWith('\r\n') ? withoutId : `${withoutId}\r\n`)}`);
+      assert.equal(
+        queued[1].dedupe_key,
+        `sha256:${sha256(withoutId.endsWith('\r\n') ? withoutId : `${withoutId}\r\n`)}`,
+      );
     });
 
     test('8-bit and RFC 2047 encoded headers are decoded', async () => {
       const address = await createAddress(server.url);
       const subject = `=?UTF-8?B?${Buffer.from('Grüße aus Köln ✓').toString('base64')}?=`;
       const raw = Buffer.concat([
-        Buffer.from(`From: =?ISO-8859-1?Q?Ren=E9_M=FCller?= <rene@example.org>\r\nTo: ${address.email}\r\nSubject: ${subject}\r\n`),
+        Buffer.from(
+          `From: =?ISO-8859-1?Q?Ren=E9_M=FCller?= <rene@example.org>\r\nTo: ${address.email}\r\nSubject: ${subject}\r\n`,
+        ),
         Buffer.from('X-Note: Straße über 8 Bit\r\n', 'utf8'),
-        Buffer.from('MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nKäse und Brötchen\r\n', 'utf8'),
+        Buffer.from(
+          'MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nKäse und Brötchen\r\n',
+          'utf8',
+        ),
       ]);
       const smtp = await dialogue();
       const replies = await smtp.send('rene@example.org', [address.email], raw);
@@ -276,7 +311,9 @@ function capacityTests() {
       const address = await createAddress(server.url);
       // 999 by HTTP, in concurrent batches.
       for (let i = 0; i < 999; i += 111) {
-        const batch = await Promise.all(Array.from({ length: Math.min(111, 999 - i) }, (_, j) => deliver(address.inbox, { data: { n: i + j } })));
+        const batch = await Promise.all(
+          Array.from({ length: Math.min(111, 999 - i) }, (_, j) => deliver(address.inbox, { data: { n: i + j } })),
+        );
         assert.ok(batch.every((r) => r.status === 202));
       }
       const smtp = await dialogue();
@@ -284,7 +321,9 @@ function capacityTests() {
       assert.equal((await smtp.command(`RCPT TO:<${address.email}>`)).code, 250, 'room for one more');
       // The thousandth arrives by HTTP between RCPT and DATA.
       assert.equal((await deliver(address.inbox, { data: { n: 999 } })).status, 202);
-      const atData = await smtp.data(message({ From: 'late@example.org', Subject: 'late', 'Message-ID': '<late@example.org>' }, 'x'));
+      const atData = await smtp.data(
+        message({ From: 'late@example.org', Subject: 'late', 'Message-ID': '<late@example.org>' }, 'x'),
+      );
       assert.equal(atData.code, 452);
       // Now RCPT itself says 452.
       assert.equal((await smtp.command('MAIL FROM:<late@example.org>')).code, 250);
@@ -292,12 +331,26 @@ function capacityTests() {
       await smtp.command('RSET');
       // Acknowledging one makes room (the oldest acknowledged event gives way); the retry lands.
       const first = (await listEvents(server.url, address, 'limit=1')).body.events[0];
-      assert.equal((await request(server.url, 'POST', `/api/v1/addresses/${address.id}/events/${first.id}/ack`, { token: address.token })).status, 200);
-      const retry = await smtp.send('late@example.org', [address.email], message({ From: 'late@example.org', Subject: 'late', 'Message-ID': '<late@example.org>' }, 'x'));
+      assert.equal(
+        (
+          await request(server.url, 'POST', `/api/v1/addresses/${address.id}/events/${first.id}/ack`, {
+            token: address.token,
+          })
+        ).status,
+        200,
+      );
+      const retry = await smtp.send(
+        'late@example.org',
+        [address.email],
+        message({ From: 'late@example.org', Subject: 'late', 'Message-ID': '<late@example.org>' }, 'x'),
+      );
       assert.equal(retry.at(-1)!.code, 250);
       await smtp.quit();
       const tail = await listEvents(server.url, address, 'after=1000');
-      assert.deepEqual(tail.body.events.map((e: any) => [e.sequence, e.type]), [[1001, 'email.received']]);
+      assert.deepEqual(
+        tail.body.events.map((e: any) => [e.sequence, e.type]),
+        [[1001, 'email.received']],
+      );
     });
 
     test('an email wakes a held long-poll', async () => {

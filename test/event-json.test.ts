@@ -18,7 +18,10 @@ const record: fc.Arbitrary<EventRecord> = fc.record({
   source: fc.constantFrom('https', 'email', 'mcp'),
   // As stored: JSON.stringify of what was delivered (any JSON value; raw capture stores a string).
   dataJson: fc.jsonValue().map((value) => JSON.stringify(value)),
-  metadataJson: fc.option(fc.dictionary(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'grapheme' })).map((m) => JSON.stringify(m)), { nil: null }),
+  metadataJson: fc.option(
+    fc.dictionary(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'grapheme' })).map((m) => JSON.stringify(m)),
+    { nil: null },
+  ),
   dedupeKey: fc.option(fc.string({ unit: 'grapheme', minLength: 1 }), { nil: null }),
   createdAt: instant,
   acknowledgedAt: fc.option(instant, { nil: null }),
@@ -35,12 +38,15 @@ test('eventJson and pageJson write what JSON.stringify writes of toWireEvent and
   );
 });
 
-test('an event\'s keys come in the order of the Event schema', () => {
+test("an event's keys come in the order of the Event schema", () => {
   const schemaOrder = Object.keys(EventSchema.properties);
   fc.assert(
     fc.property(record, (r) => {
       const keys = Object.keys(JSON.parse(eventJson(r)));
-      assert.deepEqual(keys, schemaOrder.filter((key) => keys.includes(key)));
+      assert.deepEqual(
+        keys,
+        schemaOrder.filter((key) => keys.includes(key)),
+      );
     }),
     { numRuns: 200 },
   );

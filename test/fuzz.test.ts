@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { createAddress, deliver, request, type CreatedAddress, type WireResponse } from './helpers/http.js';
+import { createAddress, deliver, request, type CreatedAddress } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261121);
@@ -74,7 +74,10 @@ const MAX_BODY = 256 * 1024; // ROOST_MAX_BODY_BYTES default (CONTRACT §10)
 
 // Each piece is a function of the live address, so that valid ids and secrets stay valid.
 type Piece = (a: { id: string; secret: string; token: string; eventId: string }) => string;
-const fixed = (s: string): Piece => () => s;
+const fixed =
+  (s: string): Piece =>
+  () =>
+    s;
 
 /** Mostly the right value, sometimes an odd one: most requests get deep into a route. */
 function mostly<T>(right: T, odd: fc.Arbitrary<T>, weight = 3): fc.Arbitrary<T> {
@@ -111,7 +114,14 @@ const oddSecret = fc.constantFrom<Piece>(
   fixed(`roost_ingress_${'z'.repeat(400)}`),
   fixed('%zz'),
 );
-const oddEvent = fc.constantFrom<Piece>(fixed('evt_unknown'), fixed(''), fixed('%2F'), fixed('%zz'), fixed(`evt_${'e'.repeat(300)}`), (a) => a.id);
+const oddEvent = fc.constantFrom<Piece>(
+  fixed('evt_unknown'),
+  fixed(''),
+  fixed('%2F'),
+  fixed('%zz'),
+  fixed(`evt_${'e'.repeat(300)}`),
+  (a) => a.id,
+);
 const oddPath = fc.constantFrom(
   '/',
   '/api',
@@ -139,31 +149,77 @@ const routeArb: fc.Arbitrary<{ method: string; path: Piece; kind: string }> = fc
   id.map((i) => ({ method: 'GET', path: (a: any) => `/api/v1/addresses/${i(a)}`, kind: 'get' })),
   id.map((i) => ({ method: 'DELETE', path: (a: any) => `/api/v1/addresses/${i(a)}`, kind: 'delete' })),
   id.map((i) => ({ method: 'GET', path: (a: any) => `/api/v1/addresses/${i(a)}/events`, kind: 'events' })),
-  fc.tuple(id, eventId).map(([i, e]) => ({ method: 'POST', path: (a: any) => `/api/v1/addresses/${i(a)}/events/${e(a)}/ack`, kind: 'ack' })),
-  fc.tuple(id, secret).map(([i, s]) => ({ method: 'POST', path: (a: any) => `/api/v1/inbox/${i(a)}/${s(a)}`, kind: 'inbox' })),
-  fc.tuple(id, secret).map(([i, s]) => ({ method: 'POST', path: (a: any) => `/api/v1/inbox/${i(a)}/${s(a)}`, kind: 'inbox' })),
-  fc.tuple(id, secret).map(([i, s]) => ({ method: 'POST', path: (a: any) => `/api/v1/inbox/${i(a)}/${s(a)}/extra`, kind: 'other' })),
-  fc.constantFrom('/healthz', '/readyz', '/metrics', '/api/v1/openapi.json').map((p) => ({ method: 'GET', path: fixed(p), kind: 'ops' })),
+  fc.tuple(id, eventId).map(([i, e]) => ({
+    method: 'POST',
+    path: (a: any) => `/api/v1/addresses/${i(a)}/events/${e(a)}/ack`,
+    kind: 'ack',
+  })),
+  fc
+    .tuple(id, secret)
+    .map(([i, s]) => ({ method: 'POST', path: (a: any) => `/api/v1/inbox/${i(a)}/${s(a)}`, kind: 'inbox' })),
+  fc
+    .tuple(id, secret)
+    .map(([i, s]) => ({ method: 'POST', path: (a: any) => `/api/v1/inbox/${i(a)}/${s(a)}`, kind: 'inbox' })),
+  fc
+    .tuple(id, secret)
+    .map(([i, s]) => ({ method: 'POST', path: (a: any) => `/api/v1/inbox/${i(a)}/${s(a)}/extra`, kind: 'other' })),
+  fc
+    .constantFrom('/healthz', '/readyz', '/metrics', '/api/v1/openapi.json')
+    .map((p) => ({ method: 'GET', path: fixed(p), kind: 'ops' })),
   oddPath.map((p) => ({ method: 'GET', path: fixed(p), kind: 'other' })),
 );
 
-const oddMethod = fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS', 'PROPFIND', 'FOO', 'M-SEARCH', 'purge', 'LOCK');
+const oddMethod = fc.constantFrom(
+  'GET',
+  'POST',
+  'PUT',
+  'PATCH',
+  'DELETE',
+  'HEAD',
+  'OPTIONS',
+  'PROPFIND',
+  'FOO',
+  'M-SEARCH',
+  'purge',
+  'LOCK',
+);
 
 const queryValue = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom('0', '1', '5', '50', '100') },
   {
     weight: 1,
-    arbitrary: fc.constantFrom('101', '-1', '+1', '1.5', '1e3', '0x10', ' 1', '', 'abc', '%00', '%20', '99999999999999999999', '9007199254740992', '٣', '%zz'),
+    arbitrary: fc.constantFrom(
+      '101',
+      '-1',
+      '+1',
+      '1.5',
+      '1e3',
+      '0x10',
+      ' 1',
+      '',
+      'abc',
+      '%00',
+      '%20',
+      '99999999999999999999',
+      '9007199254740992',
+      '٣',
+      '%zz',
+    ),
   },
 );
-const queryArb = fc.array(
-  fc.tuple(fc.constantFrom('after', 'limit', 'wait', 'after', 'limit', 'x', 'raw', 'type', 'after[]', 'limit[a]', ''), queryValue),
-  { maxLength: 4 },
-).map((pairs) => {
-  // A well-formed wait is kept to 0 or 1 s, so that a sweep never sits in long-polls.
-  const safe = pairs.map(([k, v]) => (k === 'wait' && /^\d+$/.test(v) && Number(v) > 1 ? [k, '1'] : [k, v]));
-  return safe.length ? `?${safe.map(([k, v]) => (k ? `${k}=${v}` : v)).join('&')}` : '';
-});
+const queryArb = fc
+  .array(
+    fc.tuple(
+      fc.constantFrom('after', 'limit', 'wait', 'after', 'limit', 'x', 'raw', 'type', 'after[]', 'limit[a]', ''),
+      queryValue,
+    ),
+    { maxLength: 4 },
+  )
+  .map((pairs) => {
+    // A well-formed wait is kept to 0 or 1 s, so that a sweep never sits in long-polls.
+    const safe = pairs.map(([k, v]) => (k === 'wait' && /^\d+$/.test(v) && Number(v) > 1 ? [k, '1'] : [k, v]));
+    return safe.length ? `?${safe.map(([k, v]) => (k ? `${k}=${v}` : v)).join('&')}` : '';
+  });
 
 const oddContentType = fc.constantFrom<string | undefined>(
   undefined,
@@ -195,7 +251,19 @@ const oddAuthorization = fc.constantFrom<Piece | undefined>(
   fixed('Bearer \u00e9\u00ff\u00e0'),
   fixed('Bearer a b c'),
 );
-const idempotencyKey = fc.constantFrom<string | undefined>(undefined, undefined, undefined, '', 'k1', 'k1, k2', 'has space', '\u00e9t\u00e9', 'x'.repeat(256), '\t', 'ok-key');
+const idempotencyKey = fc.constantFrom<string | undefined>(
+  undefined,
+  undefined,
+  undefined,
+  '',
+  'k1',
+  'k1, k2',
+  'has space',
+  '\u00e9t\u00e9',
+  'x'.repeat(256),
+  '\t',
+  'ok-key',
+);
 
 const nested = (open: string, close: string, n: number, inner = '1') => open.repeat(n) + inner + close.repeat(n);
 const validBody = fc.constantFrom(
@@ -207,14 +275,14 @@ const validBody = fc.constantFrom(
 );
 /** Deep nesting and sizes around the body limit (CONTRACT §3: 64 levels, 256 KiB). */
 const largeBody = fc.constantFrom(
-    '['.repeat(100_000),
-    '{"a":'.repeat(50_000),
-    `{"data":${nested('[', ']', 100_000)}}`,
-    `{"data":${nested('{"a":', '}', 20_000)}}`,
-    `{"data":"${'x'.repeat(MAX_BODY - 20)}"}`,
-    `{"data":"${'x'.repeat(MAX_BODY - 11)}"}`,
-    `{"data":"${'x'.repeat(MAX_BODY)}"}`,
-    `{"data":"${'x'.repeat(2 * 1024 * 1024)}"}`,
+  '['.repeat(100_000),
+  '{"a":'.repeat(50_000),
+  `{"data":${nested('[', ']', 100_000)}}`,
+  `{"data":${nested('{"a":', '}', 20_000)}}`,
+  `{"data":"${'x'.repeat(MAX_BODY - 20)}"}`,
+  `{"data":"${'x'.repeat(MAX_BODY - 11)}"}`,
+  `{"data":"${'x'.repeat(MAX_BODY)}"}`,
+  `{"data":"${'x'.repeat(2 * 1024 * 1024)}"}`,
 );
 const oddBody = fc.oneof(
   fc.constantFrom<string | Buffer | undefined>(
@@ -269,7 +337,12 @@ describe('randomized requests never answer 5xx and always use the Error shape', 
     const seen = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(requestArb, async ({ route, oddMethod, query, raw, type, auth, key, body }) => {
-        const a = { id: live.id, secret: new URL(live.inbox).pathname.split('/').pop()!, token: live.token, eventId: liveEventId };
+        const a = {
+          id: live.id,
+          secret: new URL(live.inbox).pathname.split('/').pop()!,
+          token: live.token,
+          eventId: liveEventId,
+        };
         const method = oddMethod ?? route.method;
         const headers: Record<string, string> = {};
         if (type !== undefined) headers['content-type'] = type;
@@ -280,14 +353,19 @@ describe('randomized requests never answer 5xx and always use the Error shape', 
         const sendBody = method === 'GET' || method === 'HEAD' ? undefined : body;
         const res = await request(server.url, method, url, { rawBody: sendBody, headers });
         seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
-        checkResponse(res, method, `${method} ${url.slice(0, 200)} [ct=${type}] [auth=${headers.authorization?.slice(0, 40)}] [key=${key}] [body=${String(sendBody ?? '').slice(0, 80)}]`);
+        checkResponse(
+          res,
+          method,
+          `${method} ${url.slice(0, 200)} [ct=${type}] [auth=${headers.authorization?.slice(0, 40)}] [key=${key}] [body=${String(sendBody ?? '').slice(0, 80)}]`,
+        );
         if (method === 'DELETE' && res.status === 204) await freshAddress();
       }),
       { numRuns: 500, seed: SEED, includeErrorInReport: true },
     );
     if (process.env.FUZZ_VERBOSE) console.error(JSON.stringify([...seen].sort()));
     // The sweep reached deep into the routes, not only their front doors.
-    for (const status of [200, 201, 202, 400, 401, 404]) assert.ok(seen.get(status), `no ${status} in the sweep: ${JSON.stringify([...seen])}`);
+    for (const status of [200, 201, 202, 400, 401, 404])
+      assert.ok(seen.get(status), `no ${status} in the sweep: ${JSON.stringify([...seen])}`);
     // Whatever was thrown at it, the service still works.
     assert.equal((await request(server.url, 'GET', '/healthz')).status, 200);
     const ok = await deliver(live.inbox, { data: 'after the storm' });
@@ -303,7 +381,10 @@ interface RawResponse {
 }
 
 /** Writes bytes on a fresh connection, then reads responses until the server closes or goes quiet. */
-async function rawExchange(chunks: Array<string | Buffer>, options: { endAfterWrite?: boolean; destroyAfterMs?: number; quietMs?: number } = {}): Promise<string> {
+async function rawExchange(
+  chunks: Array<string | Buffer>,
+  options: { endAfterWrite?: boolean; destroyAfterMs?: number; quietMs?: number } = {},
+): Promise<string> {
   const { port } = new URL(server.url);
   const socket = net.connect(Number(port), '127.0.0.1');
   socket.on('error', () => {});
@@ -380,14 +461,21 @@ async function assertHealthy(): Promise<void> {
 describe('malformed HTTP at the socket level', () => {
   test('a body shorter than Content-Length, then the client gives up: no answer owed, server healthy', async () => {
     const body = '{"data":"short"}';
-    await rawExchange([`POST ${inboxPath()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 50}\r\n\r\n${body}`], { destroyAfterMs: 300 });
+    await rawExchange(
+      [
+        `POST ${inboxPath()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 50}\r\n\r\n${body}`,
+      ],
+      { destroyAfterMs: 300 },
+    );
     await assertHealthy();
   });
 
   test('a body shorter than Content-Length with the write side closed: any answer is < 500 with the Error shape', async () => {
     const body = '{"data":"short"}';
     const stream = await rawExchange(
-      [`POST ${inboxPath()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 50}\r\n\r\n${body}`],
+      [
+        `POST ${inboxPath()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 50}\r\n\r\n${body}`,
+      ],
       { endAfterWrite: true },
     );
     for (const r of parseResponses(stream)) {
@@ -406,7 +494,10 @@ describe('malformed HTTP at the socket level', () => {
     // Node parses the surplus at once and may close before the first answer is written;
     // whichever answers get out, the bad one says 400 in the Error shape.
     assert.ok(responses.length >= 1, stream);
-    assert.ok(responses.every((r) => r.status === 202 || r.status === 400), stream);
+    assert.ok(
+      responses.every((r) => r.status === 202 || r.status === 400),
+      stream,
+    );
     assert.equal(responses[responses.length - 1].status, 400, stream);
     for (const r of responses.filter((r) => r.status === 400)) assertErrorShape(r.status, r.body, 'surplus bytes');
     await assertHealthy();
@@ -442,7 +533,9 @@ describe('malformed HTTP at the socket level', () => {
   test('a request aborted mid-body, many times over: the server stays healthy', async () => {
     for (let i = 0; i < 20; i++) {
       await rawExchange(
-        [`POST ${inboxPath()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"data":"${'a'.repeat(i * 100)}`],
+        [
+          `POST ${inboxPath()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"data":"${'a'.repeat(i * 100)}`,
+        ],
         { destroyAfterMs: 10 },
       );
     }

@@ -14,7 +14,8 @@ test('isoTime writes what toISOString writes, for any sequence of calls', () => 
     fc.integer({ min: 0, max: YEAR_10000 - 1 }),
     fc.integer({ min: -8_640_000_000_000_000, max: 8_640_000_000_000_000 }),
   );
-  const run = fc.tuple(instant, fc.array(fc.integer({ min: -1500, max: 1500 }), { maxLength: 20 }))
+  const run = fc
+    .tuple(instant, fc.array(fc.integer({ min: -1500, max: 1500 }), { maxLength: 20 }))
     .map(([start, steps]) => steps.reduce((at, step) => [...at, at[at.length - 1] + step], [start]));
   fc.assert(
     fc.property(fc.array(run, { minLength: 1, maxLength: 5 }), (runs) => {

@@ -35,7 +35,13 @@ describe('MCP over HTTP', () => {
   });
 
   it('GET, DELETE and PUT answer 405 as JSON-RPC errors (stateless: POST only)', async () => {
-    for (const [method, path] of [['GET', '/mcp'], ['GET', '/mcp/addr_x'], ['DELETE', '/mcp'], ['DELETE', '/mcp/addr_x'], ['PUT', '/mcp']]) {
+    for (const [method, path] of [
+      ['GET', '/mcp'],
+      ['GET', '/mcp/addr_x'],
+      ['DELETE', '/mcp'],
+      ['DELETE', '/mcp/addr_x'],
+      ['PUT', '/mcp'],
+    ]) {
       const res = await request(server.url, method, path, { headers: ACCEPT });
       assertJsonRpcError(res, 405, -32000);
       assert.equal(res.headers.get('allow'), 'POST');
@@ -44,17 +50,36 @@ describe('MCP over HTTP', () => {
 
   it('malformed requests are JSON-RPC errors with a 4xx', async () => {
     const post = (options: Parameters<typeof request>[3]) => request(server.url, 'POST', '/mcp', options);
-    assertJsonRpcError(await post({ headers: { ...ACCEPT, 'content-type': 'application/json' }, rawBody: '{"jsonrpc":' }), 400, -32700);
-    assertJsonRpcError(await post({ headers: { ...ACCEPT, 'content-type': 'application/json' }, rawBody: '' }), 400, -32700);
+    assertJsonRpcError(
+      await post({ headers: { ...ACCEPT, 'content-type': 'application/json' }, rawBody: '{"jsonrpc":' }),
+      400,
+      -32700,
+    );
+    assertJsonRpcError(
+      await post({ headers: { ...ACCEPT, 'content-type': 'application/json' }, rawBody: '' }),
+      400,
+      -32700,
+    );
     assertJsonRpcError(await post({ headers: ACCEPT, body: { hello: 'world' } }), 400, -32700);
-    assertJsonRpcError(await post({ headers: { ...ACCEPT, 'content-type': 'text/plain' }, rawBody: '{}' }), 415, -32000);
-    assertJsonRpcError(await post({ headers: { accept: 'application/json' }, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } }), 406, -32000);
+    assertJsonRpcError(
+      await post({ headers: { ...ACCEPT, 'content-type': 'text/plain' }, rawBody: '{}' }),
+      415,
+      -32000,
+    );
+    assertJsonRpcError(
+      await post({ headers: { accept: 'application/json' }, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } }),
+      406,
+      -32000,
+    );
     const big = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { padding: 'x'.repeat(5000) } };
     assertJsonRpcError(await post({ headers: ACCEPT, body: big }), 413, -32000);
   });
 
   it('an unknown method is a JSON-RPC error in a 200 answer, as JSON-RPC wants', async () => {
-    const res = await request(server.url, 'POST', '/mcp', { headers: ACCEPT, body: { jsonrpc: '2.0', id: 3, method: 'no/such' } });
+    const res = await request(server.url, 'POST', '/mcp', {
+      headers: ACCEPT,
+      body: { jsonrpc: '2.0', id: 3, method: 'no/such' },
+    });
     assert.equal(res.status, 200);
     assert.equal(res.body.id, 3);
     assert.equal(res.body.error.code, -32601);
@@ -65,7 +90,15 @@ describe('MCP over HTTP', () => {
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
     const base = server.config.baseUrl;
-    for (const needle of [`curl -s -X POST ${base}/api/v1/addresses`, `${base}/mcp`, 'Authorization: Bearer roost_read_', 'read_token', 'next_cursor', 'poll_events', 'untrusted']) {
+    for (const needle of [
+      `curl -s -X POST ${base}/api/v1/addresses`,
+      `${base}/mcp`,
+      'Authorization: Bearer roost_read_',
+      'read_token',
+      'next_cursor',
+      'poll_events',
+      'untrusted',
+    ]) {
       assert.ok(res.text.includes(needle), `llms.txt should mention ${needle}`);
     }
   });

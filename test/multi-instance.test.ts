@@ -47,7 +47,10 @@ describe('two instances on one PostgreSQL database', { skip: skip ? `skipped: ${
 
   test('a poll held on one instance is woken by a delivery to the other', async () => {
     const address = await createAddress(a.url, {}, from('198.51.100.1'));
-    for (const [poller, sender, after] of [[a, b, 0], [b, a, 1]] as const) {
+    for (const [poller, sender, after] of [
+      [a, b, 0],
+      [b, a, 1],
+    ] as const) {
       const poll = listEvents(poller.url, address, `after=${after}&wait=20`);
       await eventually(async () => (await heldPolls(poller)) === 1, 'poll held');
       const sent = await deliver(inboxOn(sender, address), { data: { via: sender.url } });
@@ -61,7 +64,10 @@ describe('two instances on one PostgreSQL database', { skip: skip ? `skipped: ${
       assert.notEqual(answer, 'not woken', `the poll on ${poller.url} was woken by ${sender.url}`);
       if (answer === 'not woken') return;
       assert.equal(answer.status, 200);
-      assert.deepEqual(answer.body.events.map((e: { data: unknown }) => e.data), [{ via: sender.url }]);
+      assert.deepEqual(
+        answer.body.events.map((e: { data: unknown }) => e.data),
+        [{ via: sender.url }],
+      );
     }
   });
 
@@ -72,14 +78,20 @@ describe('two instances on one PostgreSQL database', { skip: skip ? `skipped: ${
     );
     assert.deepEqual([...new Set(results.map((r) => r.status))], [202]);
     const sequences = results.map((r) => r.body.event.sequence as number).sort((x, y) => x - y);
-    assert.deepEqual(sequences, Array.from({ length: 200 }, (_, i) => i + 1));
+    assert.deepEqual(
+      sequences,
+      Array.from({ length: 200 }, (_, i) => i + 1),
+    );
     // And the queue, read from either instance, holds each delivery once under its sequence.
     const first = await listEvents(a.url, address, 'limit=100');
     const second = await listEvents(b.url, address, 'after=100&limit=100');
     const stored = [...first.body.events, ...second.body.events];
     assert.equal(first.body.has_more, true);
     assert.equal(second.body.has_more, false);
-    assert.deepEqual(stored.map((e: { sequence: number }) => e.sequence), Array.from({ length: 200 }, (_, i) => i + 1));
+    assert.deepEqual(
+      stored.map((e: { sequence: number }) => e.sequence),
+      Array.from({ length: 200 }, (_, i) => i + 1),
+    );
     const bySequence = new Map(results.map((r) => [r.body.event.sequence, r.body.event.data]));
     for (const e of stored) assert.equal(e.data, bySequence.get(e.sequence));
   });
@@ -102,7 +114,10 @@ describe('two instances on one PostgreSQL database', { skip: skip ? `skipped: ${
       assert.deepEqual(r.body.event, winner);
     }
     const page = await listEvents(b.url, address);
-    assert.deepEqual(page.body.events.map((e: { id: string }) => e.id), [winner.id]);
+    assert.deepEqual(
+      page.body.events.map((e: { id: string }) => e.id),
+      [winner.id],
+    );
     assert.equal(winner.sequence, 1);
   });
 
@@ -123,6 +138,9 @@ describe('two instances on one PostgreSQL database', { skip: skip ? `skipped: ${
       assert.match(refused.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
     }
     // Another client is unaffected.
-    assert.equal((await request(a.url, 'POST', '/api/v1/addresses', { body: {}, headers: from('203.0.113.8') })).status, 201);
+    assert.equal(
+      (await request(a.url, 'POST', '/api/v1/addresses', { body: {}, headers: from('203.0.113.8') })).status,
+      201,
+    );
   });
 });

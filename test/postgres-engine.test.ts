@@ -16,7 +16,13 @@ import { ANY_ADDRESS, type AppendInput } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 import { eventually } from './helpers/engines.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
-import { ADMIN_URL, createTestDatabase, postgresSkipReason, withClient, type TestDatabase } from './helpers/postgres.js';
+import {
+  ADMIN_URL,
+  createTestDatabase,
+  postgresSkipReason,
+  withClient,
+  type TestDatabase,
+} from './helpers/postgres.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const skip = await postgresSkipReason();
@@ -26,14 +32,16 @@ const openStorage = (url: string, env: Record<string, string> = {}) =>
 
 const address = addressRecord;
 // Key order kept as delivered is part of what the engine is checked for.
-const event = (addressId: string, overrides: Partial<AppendInput> = {}) => appendInput(addressId, { dataJson: '{"b":1,"a":2}', ...overrides });
+const event = (addressId: string, overrides: Partial<AppendInput> = {}) =>
+  appendInput(addressId, { dataJson: '{"b":1,"a":2}', ...overrides });
 
 /** Resolves with the poll's response, or with 'not woken' if nothing answers in `ms`. */
 function within<T>(promise: Promise<T>, ms: number): Promise<T | 'not woken'> {
   let timer: NodeJS.Timeout;
-  return Promise.race([promise, new Promise<'not woken'>((resolve) => (timer = setTimeout(() => resolve('not woken'), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
+  return Promise.race([
+    promise,
+    new Promise<'not woken'>((resolve) => (timer = setTimeout(() => resolve('not woken'), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -78,8 +86,14 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       await Promise.all(opened.map((s) => s.close()));
       const again = await openStorage(db.url);
       await again.close();
-      const rows = await withClient(db.url, async (c) => (await c.query('SELECT version FROM schema_migrations ORDER BY version')).rows);
-      assert.deepEqual(rows.map((r) => r.version), PG_MIGRATIONS.map((m) => m.version));
+      const rows = await withClient(
+        db.url,
+        async (c) => (await c.query('SELECT version FROM schema_migrations ORDER BY version')).rows,
+      );
+      assert.deepEqual(
+        rows.map((r) => r.version),
+        PG_MIGRATIONS.map((m) => m.version),
+      );
     } finally {
       await db.drop();
     }
@@ -114,7 +128,11 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
         const pid = await watched.listenerBackendPid();
         assert.ok(pid);
         proxy.freezeAll(); // the listener's socket stays open but carries nothing any more
-        await eventually(() => warnings.some((w) => /LISTEN connection lost/.test(w)), 'the silent connection noticed', 10_000);
+        await eventually(
+          () => warnings.some((w) => /LISTEN connection lost/.test(w)),
+          'the silent connection noticed',
+          10_000,
+        );
         await eventually(() => watched.listening, 'listener reconnected', 10_000);
         const now = await watched.listenerBackendPid();
         assert.ok(now !== undefined && now !== pid, 'a new backend listens');
@@ -152,7 +170,10 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       const a = address();
       assert.equal(await storage.insertAddress(a), 'ok');
       assert.equal(await storage.insertAddress({ ...address(), slug: a.slug }), 'slug_taken');
-      const first = await storage.appendEvent(event(a.id, { dedupeKey: 'k', dataJson: '{"z":1,"a":[1,{"y":2,"b":3}]}' }), 1000);
+      const first = await storage.appendEvent(
+        event(a.id, { dedupeKey: 'k', dataJson: '{"z":1,"a":[1,{"y":2,"b":3}]}' }),
+        1000,
+      );
       assert.equal(first.status, 'created');
       const repeat = await storage.appendEvent(event(a.id, { dedupeKey: 'k', dataJson: '{}' }), 1000);
       assert.equal(repeat.status, 'duplicate');
@@ -161,7 +182,10 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       // The duplicate did not use up sequence 2.
       assert.equal(second.status === 'created' && second.event.sequence, 2);
       const page = await storage.listEvents(a.id, 0, 10);
-      assert.deepEqual(page.events.map((e) => e.sequence), [1, 2]);
+      assert.deepEqual(
+        page.events.map((e) => e.sequence),
+        [1, 2],
+      );
       assert.equal(page.events[0].dataJson, '{"z":1,"a":[1,{"y":2,"b":3}]}');
       assert.equal(typeof page.events[0].createdAt, 'number');
       // Expired at the delivery's time: no row is bumped.
@@ -176,7 +200,9 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
         const a = address();
         await storage.insertAddress(a);
         const keyed = await Promise.all(
-          Array.from({ length: 30 }, (_, i) => (i % 2 ? storage : other).appendEvent(event(a.id, { dedupeKey: 'same' }), 1000)),
+          Array.from({ length: 30 }, (_, i) =>
+            (i % 2 ? storage : other).appendEvent(event(a.id, { dedupeKey: 'same' }), 1000),
+          ),
         );
         assert.equal(keyed.filter((r) => r.status === 'created').length, 1);
         const winner = keyed.find((r) => r.status === 'created');
@@ -184,9 +210,14 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
           if (r.status === 'duplicate') assert.equal(r.event.id, winner?.status === 'created' && winner.event.id);
           else assert.equal(r.status, 'created');
         }
-        const plain = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? storage : other).appendEvent(event(a.id), 1000)));
+        const plain = await Promise.all(
+          Array.from({ length: 60 }, (_, i) => (i % 2 ? storage : other).appendEvent(event(a.id), 1000)),
+        );
         const sequences = plain.map((r) => (r.status === 'created' ? r.event.sequence : -1)).sort((x, y) => x - y);
-        assert.deepEqual(sequences, Array.from({ length: 60 }, (_, i) => i + 2));
+        assert.deepEqual(
+          sequences,
+          Array.from({ length: 60 }, (_, i) => i + 2),
+        );
       } finally {
         await other.close();
       }
@@ -203,7 +234,10 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       const fourth = await storage.appendEvent(event(a.id), 3);
       // Sequence 4, not 5: the refused delivery did not take a number either.
       assert.equal(fourth.status === 'created' && fourth.event.sequence, 4);
-      assert.deepEqual((await storage.listEvents(a.id, 0, 10)).events.map((e) => e.sequence), [2, 3, 4]);
+      assert.deepEqual(
+        (await storage.listEvents(a.id, 0, 10)).events.map((e) => e.sequence),
+        [2, 3, 4],
+      );
     });
 
     test('purge runs on one instance at a time: while another holds the lock it skips', async () => {
@@ -221,7 +255,12 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       try {
         await holder.query('SELECT pg_advisory_lock($1, $2)', [ADVISORY_LOCKS.namespace, ADVISORY_LOCKS.purge]);
         assert.deepEqual(await storage.purge(now, now - 30 * 86_400_000), { expiredAddressIds: [], eventsPurged: 0 });
-        assert.ok(await withClient(db.url, async (c) => (await c.query('SELECT 1 FROM addresses WHERE id = $1', [expired.id])).rowCount));
+        assert.ok(
+          await withClient(
+            db.url,
+            async (c) => (await c.query('SELECT 1 FROM addresses WHERE id = $1', [expired.id])).rowCount,
+          ),
+        );
         await holder.query('SELECT pg_advisory_unlock($1, $2)', [ADVISORY_LOCKS.namespace, ADVISORY_LOCKS.purge]);
       } finally {
         await holder.end();
@@ -230,13 +269,22 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       assert.ok(result.expiredAddressIds.includes(expired.id));
       assert.ok(result.eventsPurged >= 2, `one expired address's event and one old event, got ${result.eventsPurged}`);
       assert.equal(await storage.getAddress(expired.id, now - 5000), null, 'the expired row itself is gone');
-      assert.deepEqual((await storage.listEvents(live.id, 0, 10)).events.map((e) => e.sequence), [2]);
+      assert.deepEqual(
+        (await storage.listEvents(live.id, 0, 10)).events.map((e) => e.sequence),
+        [2],
+      );
       // The lock was released: another instance can take it now.
       const other = await openStorage(db.url);
       try {
         assert.deepEqual(await other.purge(now, now - 30 * 86_400_000), { expiredAddressIds: [], eventsPurged: 0 });
-        const locks = await withClient(db.url, async (c) =>
-          (await c.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1", [ADVISORY_LOCKS.namespace])).rows[0].n,
+        const locks = await withClient(
+          db.url,
+          async (c) =>
+            (
+              await c.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1", [
+                ADVISORY_LOCKS.namespace,
+              ])
+            ).rows[0].n,
         );
         assert.equal(locks, 0, 'no instance keeps the purge lock after a sweep');
       } finally {
@@ -283,7 +331,11 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       const other = await createAddress(server.url);
       assert.equal((await deliver(other.inbox, { data: 1 })).status, 202);
       assert.equal((await deliver(a.inbox, { data: 2 })).status, 202);
-      for (const poll of polls) assert.deepEqual((await poll).body.events.map((e: { data: number }) => e.data), [2]);
+      for (const poll of polls)
+        assert.deepEqual(
+          (await poll).body.events.map((e: { data: number }) => e.data),
+          [2],
+        );
     });
 
     test('a commit by another instance wakes a held poll, also after the LISTEN connection was killed', async () => {
@@ -297,17 +349,24 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       const pid = await storage.listenerBackendPid();
       assert.ok(pid);
       await withClient(ADMIN_URL, (c) => c.query('SELECT pg_terminate_backend($1)', [pid]));
-      await eventually(async () => {
-        const now = await storage.listenerBackendPid();
-        return now !== undefined && now !== pid;
-      }, 'listener reconnected', 10_000);
+      await eventually(
+        async () => {
+          const now = await storage.listenerBackendPid();
+          return now !== undefined && now !== pid;
+        },
+        'listener reconnected',
+        10_000,
+      );
 
       const again = listEvents(server.url, a, 'after=1&wait=20');
       await eventually(() => server.roost.waiters.held === 1, 'poll held');
       await peer.appendEvent(event(a.id), 1000);
       const answer = await within(again, 10_000);
       assert.notEqual(answer, 'not woken', 'the reconnected listener still hears the peer');
-      assert.deepEqual((answer as { body: { events: Array<{ sequence: number }> } }).body.events.map((e) => e.sequence), [2]);
+      assert.deepEqual(
+        (answer as { body: { events: Array<{ sequence: number }> } }).body.events.map((e) => e.sequence),
+        [2],
+      );
     });
 
     test('a change missed while the listener was away wakes held polls once it is back', async () => {
@@ -328,7 +387,10 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       await withClient(ADMIN_URL, (c) => c.query('SELECT pg_terminate_backend($1)', [pid]));
       const answer = await within(poll, 10_000);
       assert.notEqual(answer, 'not woken');
-      assert.deepEqual((answer as { body: { events: Array<{ id: string }> } }).body.events.map((e) => e.id), ['evt_silent']);
+      assert.deepEqual(
+        (answer as { body: { events: Array<{ id: string }> } }).body.events.map((e) => e.id),
+        ['evt_silent'],
+      );
     });
 
     test('while the database refuses connections requests get 503 unavailable, then it recovers', async () => {

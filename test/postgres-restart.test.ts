@@ -57,50 +57,67 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('PostgreSQL restart under a running Roost', { skip: skipReason && process.env.CI !== 'true' ? `skipped: ${skipReason}` : false }, () => {
-  test('503 while the database is down, then recovery without restarting Roost', { timeout: 120_000 }, async () => {
-    const port = await freePort();
-    chmodSync(dir, 0o777);
-    const data = `${dir}/data`;
-    asPostgres(`${bin}/initdb -D ${data} -U postgres --auth=trust >/dev/null`);
-    const start = () => asPostgres(`${bin}/pg_ctl -D ${data} -o "-p ${port} -k ${dir} -c listen_addresses=127.0.0.1" -w -l ${dir}/log start >/dev/null`);
-    start();
-    started = true;
+describe(
+  'PostgreSQL restart under a running Roost',
+  { skip: skipReason && process.env.CI !== 'true' ? `skipped: ${skipReason}` : false },
+  () => {
+    test('503 while the database is down, then recovery without restarting Roost', { timeout: 120_000 }, async () => {
+      const port = await freePort();
+      chmodSync(dir, 0o777);
+      const data = `${dir}/data`;
+      asPostgres(`${bin}/initdb -D ${data} -U postgres --auth=trust >/dev/null`);
+      const start = () =>
+        asPostgres(
+          `${bin}/pg_ctl -D ${data} -o "-p ${port} -k ${dir} -c listen_addresses=127.0.0.1" -w -l ${dir}/log start >/dev/null`,
+        );
+      start();
+      started = true;
 
-    const roost = await spawnServer({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`, ROOST_CREATE_RATE: '100000/sec' });
-    processes.push(roost);
-    const a = await createAddress(roost.url);
-    assert.equal((await deliver(a.inbox, { data: 'before' })).status, 202);
+      const roost = await spawnServer({
+        DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`,
+        ROOST_CREATE_RATE: '100000/sec',
+      });
+      processes.push(roost);
+      const a = await createAddress(roost.url);
+      assert.equal((await deliver(a.inbox, { data: 'before' })).status, 202);
 
-    asPostgres(`${bin}/pg_ctl -D ${data} -m fast -w stop >/dev/null`);
-    const ready = await request(roost.url, 'GET', '/readyz');
-    assert.equal(ready.status, 503);
-    const down = await deliver(a.inbox, { data: 'while down' });
-    assert.equal(down.status, 503, down.text);
-    assert.equal(down.body.error.code, 'unavailable');
-    assert.ok(Number(down.headers.get('retry-after')) >= 1);
-    assert.equal((await listEvents(roost.url, a)).status, 503);
+      asPostgres(`${bin}/pg_ctl -D ${data} -m fast -w stop >/dev/null`);
+      const ready = await request(roost.url, 'GET', '/readyz');
+      assert.equal(ready.status, 503);
+      const down = await deliver(a.inbox, { data: 'while down' });
+      assert.equal(down.status, 503, down.text);
+      assert.equal(down.body.error.code, 'unavailable');
+      assert.ok(Number(down.headers.get('retry-after')) >= 1);
+      assert.equal((await listEvents(roost.url, a)).status, 503);
 
-    start();
-    // The pool reconnects on demand; the LISTEN connection with backoff (≤ 5 s).
-    let readyAgain = 0;
-    for (let i = 0; i < 100 && readyAgain !== 200; i++) {
-      readyAgain = (await request(roost.url, 'GET', '/readyz')).status;
-      if (readyAgain !== 200) await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.equal(readyAgain, 200, 'ready again after the restart');
-    const page = await listEvents(roost.url, a);
-    assert.deepEqual(page.body.events.map((e: any) => e.data), ['before']);
+      start();
+      // The pool reconnects on demand; the LISTEN connection with backoff (≤ 5 s).
+      let readyAgain = 0;
+      for (let i = 0; i < 100 && readyAgain !== 200; i++) {
+        readyAgain = (await request(roost.url, 'GET', '/readyz')).status;
+        if (readyAgain !== 200) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(readyAgain, 200, 'ready again after the restart');
+      const page = await listEvents(roost.url, a);
+      assert.deepEqual(
+        page.body.events.map((e: any) => e.data),
+        ['before'],
+      );
 
-    // A poll held now is woken by a delivery committed through the new connections; its
-    // wait is long (20 s), so an answer with the event means it was woken, not timed out.
-    const poll = listEvents(roost.url, a, 'after=1&wait=20');
-    while (!/^roost_polls_held 1$/m.test((await request(roost.url, 'GET', '/metrics')).text)) await new Promise((r) => setTimeout(r, 20));
-    const after = await deliver(a.inbox, { data: 'after' });
-    assert.equal(after.status, 202, after.text);
-    assert.equal(after.body.event.sequence, 2, 'the failed delivery took no sequence');
-    const woken = await poll;
-    assert.deepEqual(woken.body.events.map((e: any) => e.data), ['after']);
-    assert.equal(await roost.stop(), 0);
-  });
-});
+      // A poll held now is woken by a delivery committed through the new connections; its
+      // wait is long (20 s), so an answer with the event means it was woken, not timed out.
+      const poll = listEvents(roost.url, a, 'after=1&wait=20');
+      while (!/^roost_polls_held 1$/m.test((await request(roost.url, 'GET', '/metrics')).text))
+        await new Promise((r) => setTimeout(r, 20));
+      const after = await deliver(a.inbox, { data: 'after' });
+      assert.equal(after.status, 202, after.text);
+      assert.equal(after.body.event.sequence, 2, 'the failed delivery took no sequence');
+      const woken = await poll;
+      assert.deepEqual(
+        woken.body.events.map((e: any) => e.data),
+        ['after'],
+      );
+      assert.equal(await roost.stop(), 0);
+    });
+  },
+);

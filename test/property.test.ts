@@ -57,7 +57,7 @@ const deliverySpec = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.record({
-      key: fc.integer({ min: 0, max: 7 }) as fc.Arbitrary<number | null>,
+      key: fc.integer({ min: 0, max: 7 }),
       via: fc.constantFrom('header' as const, 'body' as const, 'both' as const),
     }),
   },
@@ -107,7 +107,11 @@ describe('sequencing under concurrent deliveries (CONTRACT §3)', () => {
           const expected = byKey.size + keyless;
           assert.equal(created.length, expected);
           const sequences = created.map((e) => e.sequence).sort((a, b) => a - b);
-          assert.deepEqual(sequences, Array.from({ length: expected }, (_, i) => i + 1), 'sequences are 1..M, no gap, no repeat');
+          assert.deepEqual(
+            sequences,
+            Array.from({ length: expected }, (_, i) => i + 1),
+            'sequences are 1..M, no gap, no repeat',
+          );
           assert.equal(new Set(created.map((e) => e.id)).size, expected, 'event ids are distinct');
 
           // The listed queue: every accepted event, ascending, whatever the page sizes.
@@ -116,7 +120,10 @@ describe('sequencing under concurrent deliveries (CONTRACT §3)', () => {
           assert.deepEqual(listed, byId);
           // Starting from an arbitrary cursor gives exactly the suffix.
           const suffix = await readAll(address, pageSizes, startAfter);
-          assert.deepEqual(suffix, byId.filter((e) => e.sequence > startAfter));
+          assert.deepEqual(
+            suffix,
+            byId.filter((e) => e.sequence > startAfter),
+          );
         },
       ),
       { numRuns: 30 },
@@ -150,7 +157,11 @@ describe('idempotency (CONTRACT §3: "that event unchanged … whatever its body
         async (k, firstBody, repeats, firstVia) => {
           const address = await createAddress(server.url);
           const send = (body: Record<string, unknown>, via: string) =>
-            deliver(address.inbox, via === 'header' ? body : { ...body, dedupe_key: k }, via === 'body' ? {} : { 'idempotency-key': k });
+            deliver(
+              address.inbox,
+              via === 'header' ? body : { ...body, dedupe_key: k },
+              via === 'body' ? {} : { 'idempotency-key': k },
+            );
 
           const first = await send(firstBody, firstVia);
           assert.equal(first.status, 202, first.text);
@@ -159,7 +170,11 @@ describe('idempotency (CONTRACT §3: "that event unchanged … whatever its body
           assert.equal(event.type, firstBody.type ?? 'message.received');
           assert.equal(event.source, firstBody.source ?? 'https');
           assert.deepEqual(event.data, 'data' in firstBody ? roundTrip(firstBody.data) : null);
-          assert.equal(JSON.stringify(event.data), JSON.stringify('data' in firstBody ? firstBody.data : null), 'data keeps its key order');
+          assert.equal(
+            JSON.stringify(event.data),
+            JSON.stringify('data' in firstBody ? firstBody.data : null),
+            'data keeps its key order',
+          );
           assert.equal(event.dedupe_key, k);
 
           for (const [body, via] of repeats) {
@@ -183,7 +198,10 @@ type Step = { kind: 'deliver'; count: number } | { kind: 'ack'; picks: number[] 
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('deliver' as const), count: fc.integer({ min: 1, max: 150 }) }),
-  fc.record({ kind: fc.constant('ack' as const), picks: fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 40 }) }),
+  fc.record({
+    kind: fc.constant('ack' as const),
+    picks: fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 40 }),
+  }),
 );
 
 describe('capacity of 1,000 events (spec §8, CONTRACT §3)', () => {
@@ -199,20 +217,33 @@ describe('capacity of 1,000 events (spec §8, CONTRACT §3)', () => {
           // All in flight at once: group commit orders them, the model only counts.
           const acked = model.filter((e) => e.acked).length;
           const room = CAPACITY - model.length + acked;
-          const responses = await Promise.all(Array.from({ length: count }, (_, i) => deliver(address.inbox, { data: i })));
+          const responses = await Promise.all(
+            Array.from({ length: count }, (_, i) => deliver(address.inbox, { data: i })),
+          );
           const accepted = responses.filter((r) => r.status === 202);
           const refused = responses.filter((r) => r.status !== 202);
-          assert.equal(accepted.length, Math.min(count, room), 'accepted exactly while room (free or acknowledged) remained');
+          assert.equal(
+            accepted.length,
+            Math.min(count, room),
+            'accepted exactly while room (free or acknowledged) remained',
+          );
           for (const r of refused) {
             assert.equal(r.status, 429, r.text);
             assert.equal(r.body.error.code, 'queue_full');
             assert.match(r.headers.get('retry-after') ?? '', /^\d+$/, '429 carries Retry-After in whole seconds');
           }
           const sequences = accepted.map((r) => r.body.event.sequence).sort((a, b) => a - b);
-          assert.deepEqual(sequences, Array.from({ length: accepted.length }, (_, i) => lastSequence + i + 1));
+          assert.deepEqual(
+            sequences,
+            Array.from({ length: accepted.length }, (_, i) => lastSequence + i + 1),
+          );
           // Each event beyond capacity evicts the oldest acknowledged one, in sequence order.
           const overflow = Math.max(0, model.length + accepted.length - CAPACITY);
-          for (let n = 0; n < overflow; n++) model.splice(model.findIndex((e) => e.acked), 1);
+          for (let n = 0; n < overflow; n++)
+            model.splice(
+              model.findIndex((e) => e.acked),
+              1,
+            );
           for (const r of [...accepted].sort((a, b) => a.body.event.sequence - b.body.event.sequence)) {
             model.push({ id: r.body.event.id, sequence: r.body.event.sequence, acked: false });
           }
@@ -224,7 +255,11 @@ describe('capacity of 1,000 events (spec §8, CONTRACT §3)', () => {
           if (model.length === 0) return;
           const targets = [...new Set(picks.map((p) => model[Math.floor(p * model.length)]))];
           const responses = await Promise.all(
-            targets.map((e) => request(server.url, 'POST', `/api/v1/addresses/${address.id}/events/${e.id}/ack`, { token: address.token })),
+            targets.map((e) =>
+              request(server.url, 'POST', `/api/v1/addresses/${address.id}/events/${e.id}/ack`, {
+                token: address.token,
+              }),
+            ),
           );
           responses.forEach((r) => assert.equal(r.status, 200, r.text));
           for (const e of targets) e.acked = true;
@@ -295,11 +330,13 @@ function expectedFailures(body: unknown, headerKey: string | undefined): Set<str
   if ('source' in b && typeof b.source !== 'string') codes.add('invalid_request');
   if ('metadata' in b) {
     const m = b.metadata;
-    if (m === null || typeof m !== 'object' || Array.isArray(m) || Object.values(m).some((v) => typeof v !== 'string')) codes.add('invalid_request');
+    if (m === null || typeof m !== 'object' || Array.isArray(m) || Object.values(m).some((v) => typeof v !== 'string'))
+      codes.add('invalid_request');
   }
   if ('dedupe_key' in b && (typeof b.dedupe_key !== 'string' || !KEY.test(b.dedupe_key))) codes.add('invalid_request');
   if (headerKey !== undefined && !KEY.test(headerKey)) codes.add('invalid_request');
-  if (headerKey !== undefined && typeof b.dedupe_key === 'string' && b.dedupe_key !== headerKey) codes.add('idempotency_key_mismatch');
+  if (headerKey !== undefined && typeof b.dedupe_key === 'string' && b.dedupe_key !== headerKey)
+    codes.add('idempotency_key_mismatch');
   if ('data' in b && depth(b.data) > MAX_DEPTH) codes.add('invalid_request');
   return codes;
 }
@@ -313,21 +350,39 @@ const badKey = fc.oneof(
   fc.constant('x'.repeat(256)),
   fc.string({ unit: 'grapheme', minLength: 1, maxLength: 10 }).filter((s) => !KEY.test(s)),
 );
-const wrongType = fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.string(), { maxLength: 2 }), fc.dictionary(fc.string({ maxLength: 3 }), fc.integer(), { maxKeys: 2 }));
+const wrongType = fc.oneof(
+  fc.integer(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.string(), { maxLength: 2 }),
+  fc.dictionary(fc.string({ maxLength: 3 }), fc.integer(), { maxKeys: 2 }),
+);
 
 const candidateBody = fc.oneof(
   // Valid shapes, some with a key.
   fc.tuple(createEventBody, fc.option(freshKey)).map(([b, k]) => (k === null ? b : { ...b, dedupe_key: k })),
   // One field of the wrong type.
-  fc.tuple(createEventBody, fc.constantFrom('type', 'source', 'metadata', 'dedupe_key'), wrongType).map(([b, field, v]) => ({ ...b, [field]: v })),
+  fc
+    .tuple(createEventBody, fc.constantFrom('type', 'source', 'metadata', 'dedupe_key'), wrongType)
+    .map(([b, field, v]) => ({ ...b, [field]: v })),
   // metadata with a non-string value.
-  fc.tuple(createEventBody, fc.string({ maxLength: 5 }), wrongType).map(([b, k, v]) => ({ ...b, metadata: { ok: 'yes', [k]: v } })),
+  fc
+    .tuple(createEventBody, fc.string({ maxLength: 5 }), wrongType)
+    .map(([b, k, v]) => ({ ...b, metadata: { ok: 'yes', [k]: v } })),
   // An unknown property.
-  fc.tuple(createEventBody, fc.string({ minLength: 1, maxLength: 12 }).filter((k) => !ALLOWED.has(k)), fc.jsonValue({ maxDepth: 2 })).map(([b, k, v]) => ({ ...b, [k]: v })),
+  fc
+    .tuple(
+      createEventBody,
+      fc.string({ minLength: 1, maxLength: 12 }).filter((k) => !ALLOWED.has(k)),
+      fc.jsonValue({ maxDepth: 2 }),
+    )
+    .map(([b, k, v]) => ({ ...b, [k]: v })),
   // A bad dedupe_key.
   fc.tuple(createEventBody, badKey).map(([b, k]) => ({ ...b, dedupe_key: k })),
   // data around the depth limit.
-  fc.tuple(createEventBody, fc.integer({ min: MAX_DEPTH - 2, max: MAX_DEPTH + 3 })).map(([b, n]) => ({ ...b, data: nest(n) })),
+  fc
+    .tuple(createEventBody, fc.integer({ min: MAX_DEPTH - 2, max: MAX_DEPTH + 3 }))
+    .map(([b, n]) => ({ ...b, data: nest(n) })),
   // Not an object at all.
   fc.jsonValue({ maxDepth: 2 }).filter((v) => v === null || typeof v !== 'object' || Array.isArray(v)),
   // Anything at all.
@@ -338,7 +393,10 @@ const headerChoice = fc.oneof(
   fc.constant({ kind: 'none' as const }),
   fc.constant({ kind: 'same' as const }),
   fc.record({ kind: fc.constant('fresh' as const), key: freshKey }),
-  fc.record({ kind: fc.constant('bad' as const), key: badKey.filter((k) => !/[^\x20-\x7e\x80-\xff]/.test(k) && k.trim() === k) }),
+  fc.record({
+    kind: fc.constant('bad' as const),
+    key: badKey.filter((k) => !/[^\x20-\x7e\x80-\xff]/.test(k) && k.trim() === k),
+  }),
 );
 
 describe('validation of deliveries (spec §2.6, CONTRACT §3 and §6)', () => {
@@ -354,7 +412,10 @@ describe('validation of deliveries (spec §2.6, CONTRACT §3 and §6)', () => {
         if (header.kind === 'fresh' || header.kind === 'bad') headerKey = header.key;
         if (header.kind === 'same') {
           const b = body as Record<string, unknown> | null;
-          headerKey = b && typeof b === 'object' && typeof b.dedupe_key === 'string' && KEY.test(b.dedupe_key) ? b.dedupe_key : undefined;
+          headerKey =
+            b && typeof b === 'object' && typeof b.dedupe_key === 'string' && KEY.test(b.dedupe_key)
+              ? b.dedupe_key
+              : undefined;
         }
         const res = await deliver(address.inbox, body, headerKey === undefined ? {} : { 'idempotency-key': headerKey });
         const failures = expectedFailures(body, headerKey);
@@ -365,7 +426,10 @@ describe('validation of deliveries (spec §2.6, CONTRACT §3 and §6)', () => {
           assert.equal(res.status, 400, `invalid body accepted: ${JSON.stringify(body)} → ${res.text}`);
           assert.deepEqual(Object.keys(res.body), ['error']);
           assert.deepEqual(Object.keys(res.body.error).sort(), ['code', 'message']);
-          assert.ok(failures.has(res.body.error.code), `code ${res.body.error.code} not among ${[...failures]}`);
+          assert.ok(
+            failures.has(res.body.error.code),
+            `code ${res.body.error.code} not among ${[...failures].join(', ')}`,
+          );
           assert.ok(typeof res.body.error.message === 'string' && res.body.error.message.length > 0);
         }
       }),
@@ -382,7 +446,10 @@ describe('validation of deliveries (spec §2.6, CONTRACT §3 and §6)', () => {
             // Valid JSON cut short or with garbage after it.
             fc.jsonValue({ maxDepth: 2 }).chain((v) => {
               const text = JSON.stringify(v);
-              return fc.oneof(fc.nat({ max: Math.max(0, text.length - 1) }).map((n) => text.slice(0, n)), fc.constant(`${text} x`));
+              return fc.oneof(
+                fc.nat({ max: Math.max(0, text.length - 1) }).map((n) => text.slice(0, n)),
+                fc.constant(`${text} x`),
+              );
             }),
           )
           .filter((text) => {
@@ -394,7 +461,10 @@ describe('validation of deliveries (spec §2.6, CONTRACT §3 and §6)', () => {
             }
           }),
         async (text) => {
-          const res = await request(address.inbox, 'POST', address.inbox, { rawBody: text, headers: { 'content-type': 'application/json' } });
+          const res = await request(address.inbox, 'POST', address.inbox, {
+            rawBody: text,
+            headers: { 'content-type': 'application/json' },
+          });
           assert.equal(res.status, 400, res.text);
           assert.equal(res.body.error.code, 'invalid_json');
         },

@@ -17,11 +17,17 @@ interface Sent {
 function post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<Sent> {
   return new Promise((resolve, reject) => {
     const bytes = Buffer.from(body);
-    const req = httpRequest(url, { method: 'POST', headers: { ...headers, 'content-length': String(bytes.length) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
-    });
+    const req = httpRequest(
+      url,
+      { method: 'POST', headers: { ...headers, 'content-length': String(bytes.length) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(bytes);
   });
@@ -54,7 +60,11 @@ await forEachEngine('raw capture of webhook senders', (server) => {
         after: '0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c',
         repository: { id: 35129377, full_name: 'octo-org/café-☕', private: false },
         pusher: { name: 'Zoë Ångström', email: 'zoe@example.com' },
-        head_commit: { id: '0d1a26e6', message: 'Fix naïve façade — ünïcode 🚀\n\nCo-authored-by: 李雷', timestamp: '2026-11-21T09:30:00+01:00' },
+        head_commit: {
+          id: '0d1a26e6',
+          message: 'Fix naïve façade — ünïcode 🚀\n\nCo-authored-by: 李雷',
+          timestamp: '2026-11-21T09:30:00+01:00',
+        },
       },
       null,
       2,
@@ -101,7 +111,10 @@ await forEachEngine('raw capture of webhook senders', (server) => {
       assert.equal(name in headers, false, `${name} is not stored`);
     }
     const everything = JSON.stringify(event) + server().logs();
-    assert.ok(!everything.includes('leaked-credential') && !everything.includes('leaked-cookie'), 'secrets appear nowhere');
+    assert.ok(
+      !everything.includes('leaked-credential') && !everything.includes('leaked-cookie'),
+      'secrets appear nowhere',
+    );
   });
 
   it('Stripe event: Stripe-Signature (t=…,v1=…) verifies; ?type= names the event', async () => {
@@ -113,7 +126,15 @@ await forEachEngine('raw capture of webhook senders', (server) => {
         object: 'event',
         api_version: '2024-06-20',
         created: 1732181400,
-        data: { object: { id: 'pi_3QxYz', object: 'payment_intent', amount: 4200, currency: 'eur', description: 'Crème brûlée × 2' } },
+        data: {
+          object: {
+            id: 'pi_3QxYz',
+            object: 'payment_intent',
+            amount: 4200,
+            currency: 'eur',
+            description: 'Crème brûlée × 2',
+          },
+        },
         livemode: false,
         type: 'payment_intent.succeeded',
       },
@@ -133,9 +154,14 @@ await forEachEngine('raw capture of webhook senders', (server) => {
     assert.equal(event.type, 'stripe.payment_intent.succeeded');
     assert.equal(event.data.content_type, 'application/json; charset=utf-8');
     assert.equal(event.data.body.data.object.description, 'Crème brûlée × 2');
-    const parts = Object.fromEntries(event.data.headers['stripe-signature'].split(',').map((kv: string) => kv.split('=')));
+    const parts = Object.fromEntries(
+      event.data.headers['stripe-signature'].split(',').map((kv: string) => kv.split('=')),
+    );
     const signedPayload = `${parts.t}.${Buffer.from(event.data.body_base64, 'base64').toString('utf8')}`;
-    assert.ok(sameText(parts.v1, hmac('sha256', endpointSecret, signedPayload).digest('hex')), 'Stripe signature verifies');
+    assert.ok(
+      sameText(parts.v1, hmac('sha256', endpointSecret, signedPayload).digest('hex')),
+      'Stripe signature verifies',
+    );
   });
 
   it('Twilio SMS form post: fields parsed, X-Twilio-Signature verifies; repeated keys become arrays', async () => {
@@ -143,13 +169,28 @@ await forEachEngine('raw capture of webhook senders', (server) => {
     const authToken = '12345a6b7c8d9e0f1a2b3c4d5e6f7a8b';
     const url = `${address.inbox}?raw=1`;
     const fields = {
-      ToCountry: 'US', SmsMessageSid: 'SM1c2d3e', NumMedia: '0', Body: 'Héllo + wörld & 100% 👍', From: '+15557654321',
-      To: '+15551234567', MessageSid: 'SM1c2d3e', AccountSid: 'AC0123456789abcdef', ApiVersion: '2010-04-01',
+      ToCountry: 'US',
+      SmsMessageSid: 'SM1c2d3e',
+      NumMedia: '0',
+      Body: 'Héllo + wörld & 100% 👍',
+      From: '+15557654321',
+      To: '+15551234567',
+      MessageSid: 'SM1c2d3e',
+      AccountSid: 'AC0123456789abcdef',
+      ApiVersion: '2010-04-01',
     };
     const payload = new URLSearchParams(fields).toString();
     // Twilio signs the full URL it called followed by each field name and value, sorted by name.
     const twilioSignature = (params: URLSearchParams) =>
-      hmac('sha1', authToken, url + [...params.keys()].sort().map((key) => key + params.get(key)).join('')).digest('base64');
+      hmac(
+        'sha1',
+        authToken,
+        url +
+          [...params.keys()]
+            .sort()
+            .map((key) => key + params.get(key))
+            .join(''),
+      ).digest('base64');
     const sent = await post(url, payload, {
       'content-type': 'application/x-www-form-urlencoded',
       'user-agent': 'TwilioProxy/1.1',
@@ -161,7 +202,10 @@ await forEachEngine('raw capture of webhook senders', (server) => {
     const event = await readBack(base(), address);
     assert.deepEqual(event.data.body, fields);
     const received = new URLSearchParams(Buffer.from(event.data.body_base64, 'base64').toString('utf8'));
-    assert.ok(sameText(event.data.headers['x-twilio-signature'], twilioSignature(received)), 'Twilio signature verifies');
+    assert.ok(
+      sameText(event.data.headers['x-twilio-signature'], twilioSignature(received)),
+      'Twilio signature verifies',
+    );
 
     const repeated = await post(url, 'channel=C1&user=U2&tag=a&tag=b&tag=c&__proto__=kept', {
       'content-type': 'application/x-www-form-urlencoded; charset=utf-8',
@@ -177,7 +221,10 @@ await forEachEngine('raw capture of webhook senders', (server) => {
     const bytes = randomBytes(2048);
     bytes[0] = 0xff; // never valid UTF-8, whatever the random draw
     const signature = hmac('sha256', 'device-key', bytes).digest('hex');
-    const sent = await post(`${address.inbox}?raw=true`, bytes, { 'content-type': 'application/octet-stream', 'x-signature': signature });
+    const sent = await post(`${address.inbox}?raw=true`, bytes, {
+      'content-type': 'application/octet-stream',
+      'x-signature': signature,
+    });
     assert.equal(sent.status, 202, JSON.stringify(sent.body));
     const event = await readBack(base(), address);
     assert.equal(event.data.content_type, 'application/octet-stream');
@@ -194,7 +241,10 @@ await forEachEngine('raw capture of webhook senders', (server) => {
     assert.equal((await readBack(base(), address, 1)).data.body, broken);
 
     const latin1 = Buffer.from('Grüße aus Köln', 'latin1');
-    assert.equal((await post(`${address.inbox}?raw=1`, latin1, { 'content-type': 'text/plain; charset=iso-8859-1' })).status, 202);
+    assert.equal(
+      (await post(`${address.inbox}?raw=1`, latin1, { 'content-type': 'text/plain; charset=iso-8859-1' })).status,
+      202,
+    );
     const text = await readBack(base(), address, 2);
     assert.equal(text.data.body, 'Grüße aus Köln');
     assert.ok(Buffer.from(text.data.body_base64, 'base64').equals(latin1));
@@ -208,8 +258,14 @@ await forEachEngine('raw capture of webhook senders', (server) => {
   it('Idempotency-Key dedupes raw deliveries, whatever the later body', async () => {
     const address = await createAddress(base());
     const key = `gh-${randomUUID()}`;
-    const first = await post(`${address.inbox}?raw=1`, '{"attempt":1}', { 'content-type': 'application/json', 'idempotency-key': key });
-    const retry = await post(`${address.inbox}?raw=1`, '{"attempt":2}', { 'content-type': 'application/json', 'idempotency-key': key });
+    const first = await post(`${address.inbox}?raw=1`, '{"attempt":1}', {
+      'content-type': 'application/json',
+      'idempotency-key': key,
+    });
+    const retry = await post(`${address.inbox}?raw=1`, '{"attempt":2}', {
+      'content-type': 'application/json',
+      'idempotency-key': key,
+    });
     assert.equal(first.status, 202);
     assert.equal(retry.status, 200);
     assert.equal(retry.body.duplicate, true);
@@ -224,7 +280,14 @@ await forEachEngine('raw capture of webhook senders', (server) => {
     const address = await createAddress(base());
     const held = listEvents(base(), address, 'after=0&wait=20');
     await eventually(() => server().roost.waiters.held === 1, 'the poll is held');
-    assert.equal((await post(`${address.inbox}?raw=1`, 'event=call.ended', { 'content-type': 'application/x-www-form-urlencoded' })).status, 202);
+    assert.equal(
+      (
+        await post(`${address.inbox}?raw=1`, 'event=call.ended', {
+          'content-type': 'application/x-www-form-urlencoded',
+        })
+      ).status,
+      202,
+    );
     const page = await held;
     assert.equal(page.status, 200);
     assert.equal(page.body.events.length, 1);
@@ -243,7 +306,9 @@ await forEachEngine('raw capture of webhook senders', (server) => {
     const notFound = await post(`${wrong}?raw=1`, 'x', { 'content-type': 'text/plain' });
     assert.equal(notFound.status, 404);
     assert.equal(notFound.body.error.code, 'inbox_not_found');
-    const tooLarge = await post(`${address.inbox}?raw=1`, Buffer.alloc(server().config.maxBodyBytes + 1, 0x61), { 'content-type': 'text/plain' });
+    const tooLarge = await post(`${address.inbox}?raw=1`, Buffer.alloc(server().config.maxBodyBytes + 1, 0x61), {
+      'content-type': 'text/plain',
+    });
     assert.equal(tooLarge.status, 413);
     assert.equal(tooLarge.body.error.code, 'payload_too_large');
     assert.equal((await listEvents(base(), address)).body.events.length, 0);
@@ -251,7 +316,9 @@ await forEachEngine('raw capture of webhook senders', (server) => {
 
   it('OpenAPI documents raw and type on the inbox route', async () => {
     const doc = (await request(base(), 'GET', '/api/v1/openapi.json')).body;
-    const names = doc.paths['/api/v1/inbox/{addressId}/{secret}'].post.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name);
+    const names = doc.paths['/api/v1/inbox/{addressId}/{secret}'].post.parameters
+      .filter((p: any) => p.in === 'query')
+      .map((p: any) => p.name);
     assert.deepEqual(names.sort(), ['raw', 'type']);
   });
 });

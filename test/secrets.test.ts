@@ -26,7 +26,7 @@ function leakForms(secret: string): string[] {
 function databaseBytes(dbPath: string): Buffer {
   const dir = dirname(dbPath);
   const files = readdirSync(dir).filter((f) => f.startsWith('roost.db'));
-  assert.ok(files.includes('roost.db'), `database file missing in ${files}`);
+  assert.ok(files.includes('roost.db'), `database file missing in ${files.join(', ')}`);
   return Buffer.concat(files.map((f) => readFileSync(join(dir, f))));
 }
 
@@ -38,7 +38,8 @@ describe('tokens and ingress secrets never appear in clear (CONTRACT §1)', () =
   before(async () => {
     // The chattiest log level: whatever is logged at all is checked.
     server = await startTestServer('sqlite', { env: { LOG_LEVEL: 'trace' } });
-    for (let i = 0; i < 3; i++) addresses.push(await createAddress(server.url, { name: `secret keeper ${i}`, task_id: `task-${i}` }));
+    for (let i = 0; i < 3; i++)
+      addresses.push(await createAddress(server.url, { name: `secret keeper ${i}`, task_id: `task-${i}` }));
     deleted = await createAddress(server.url, { name: 'to be deleted' });
 
     // Use every credential the ways a client would, and the ways a confused one would.
@@ -52,13 +53,20 @@ describe('tokens and ingress secrets never appear in clear (CONTRACT §1)', () =
       assert.equal(delivered.status, 202, delivered.text);
       assert.equal((await poll).body.events.length, 1);
       await deliver(a.inbox, { data: 'again' }, { 'idempotency-key': `key-${i}` }); // duplicate
-      await request(a.inbox, 'POST', `${a.inbox}?raw=1`, { rawBody: 'a=1&b=2', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${a.token}` } });
+      await request(a.inbox, 'POST', `${a.inbox}?raw=1`, {
+        rawBody: 'a=1&b=2',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${a.token}` },
+      });
       await request(server.url, 'GET', `/api/v1/addresses/${a.id}`, { token: a.token });
-      await request(server.url, 'POST', `/api/v1/addresses/${a.id}/events/${delivered.body.event.id}/ack`, { token: a.token });
+      await request(server.url, 'POST', `/api/v1/addresses/${a.id}/events/${delivered.body.event.id}/ack`, {
+        token: a.token,
+      });
       // Failing ones: another address's token, a token sent as the wrong scheme, a
       // wrong secret, the right secret on the wrong address, wrong methods, bad bodies.
       await request(server.url, 'GET', `/api/v1/addresses/${other.id}`, { token: a.token });
-      await request(server.url, 'GET', `/api/v1/addresses/${a.id}/events`, { headers: { authorization: `Basic ${a.token}` } });
+      await request(server.url, 'GET', `/api/v1/addresses/${a.id}/events`, {
+        headers: { authorization: `Basic ${a.token}` },
+      });
       await request(server.url, 'GET', `/api/v1/addresses/${a.id}/events`, { token: secret });
       await request(server.url, 'GET', `/api/v1/addresses/addr_unknown/events`, { token: a.token });
       await request(server.url, 'POST', `/api/v1/inbox/${other.id}/${secret}`, { body: { data: 1 } });
@@ -88,7 +96,8 @@ describe('tokens and ingress secrets never appear in clear (CONTRACT §1)', () =
     const bytes = databaseBytes(server.dbPath!);
     const text = bytes.toString('latin1');
     for (const secret of allSecrets()) {
-      for (const form of leakForms(secret)) assert.ok(!text.includes(form), `the database holds ${form.slice(0, 16)}… in clear`);
+      for (const form of leakForms(secret))
+        assert.ok(!text.includes(form), `the database holds ${form.slice(0, 16)}… in clear`);
     }
     // Proof that these are the right bytes: the live addresses' digests are in them.
     for (const a of addresses) {
@@ -101,10 +110,12 @@ describe('tokens and ingress secrets never appear in clear (CONTRACT §1)', () =
   test('the logs hold neither the secrets nor the token, and do log the requests', async () => {
     const logs = server.logs();
     for (const secret of allSecrets()) {
-      for (const form of leakForms(secret)) assert.ok(!logs.includes(form), `the logs hold ${form.slice(0, 16)}… in clear`);
+      for (const form of leakForms(secret))
+        assert.ok(!logs.includes(form), `the logs hold ${form.slice(0, 16)}… in clear`);
     }
     // Proof that the logs were looked at: inbox requests are logged, with the secret cut out.
-    for (const a of addresses) assert.ok(logs.includes(`/api/v1/inbox/${a.id}/`), `no log line for the inbox of ${a.id}`);
+    for (const a of addresses)
+      assert.ok(logs.includes(`/api/v1/inbox/${a.id}/`), `no log line for the inbox of ${a.id}`);
     assert.ok(logs.includes(`/api/v1/addresses/${addresses[0].id}`));
   });
 
@@ -151,9 +162,13 @@ function assertEntropy(values: string[], prefix: string, bits: number): void {
   // 62-) letter alphabet shows up, so a narrower or skewed generator cannot hide.
   const alphabet = new Set(parts.join(''));
   assert.ok(alphabet.size >= 62, `alphabet of ${alphabet.size} letters only`);
-  assert.ok(length * Math.log2(alphabet.size) >= bits, `${length} letters of ${alphabet.size} carry fewer than ${bits} bits`);
+  assert.ok(
+    length * Math.log2(alphabet.size) >= bits,
+    `${length} letters of ${alphabet.size} carry fewer than ${bits} bits`,
+  );
   // No position is fixed (e.g. a timestamp or counter prefix): the first letters vary.
-  for (let i = 0; i < Math.min(length - 1, 8); i++) assert.ok(new Set(parts.map((p) => p[i])).size > 8, `position ${i} barely varies`);
+  for (let i = 0; i < Math.min(length - 1, 8); i++)
+    assert.ok(new Set(parts.map((p) => p[i])).size > 8, `position ${i} barely varies`);
 }
 
 describe('identifiers, secrets and slugs have the contract shape (CONTRACT §1)', () => {
@@ -167,8 +182,16 @@ describe('identifiers, secrets and slugs have the contract shape (CONTRACT §1)'
 
   test('addr_ ≥ 128 bits, evt_ time + 128 bits, roost_read_ and roost_ingress_ ≥ 256 bits, all URL-safe', async () => {
     const created = await Promise.all(Array.from({ length: 150 }, () => createAddress(server.url)));
-    assertEntropy(created.map((a) => a.id), 'addr_', 128);
-    assertEntropy(created.map((a) => a.token), 'roost_read_', 256);
+    assertEntropy(
+      created.map((a) => a.id),
+      'addr_',
+      128,
+    );
+    assertEntropy(
+      created.map((a) => a.token),
+      'roost_read_',
+      256,
+    );
     assertEntropy(created.map(secretOf), 'roost_ingress_', 256);
     const target = created[0];
     const before = Date.now();
@@ -181,7 +204,11 @@ describe('identifiers, secrets and slugs have the contract shape (CONTRACT §1)'
       const at = parseInt(id.slice(4, 16), 16);
       assert.ok(at >= before && at <= after, `${id} carries ${at}, not a time of this test`);
     }
-    assertEntropy(eventIds.map((id) => `evt_${id.slice(16)}`), 'evt_', 128);
+    assertEntropy(
+      eventIds.map((id) => `evt_${id.slice(16)}`),
+      'evt_',
+      128,
+    );
     // The inbox URL has exactly the contract's shape.
     for (const a of created.slice(0, 5)) {
       assert.equal(a.response.endpoints.inbox_url, `${server.config.baseUrl}/api/v1/inbox/${a.id}/${secretOf(a)}`);
@@ -195,12 +222,25 @@ describe('identifiers, secrets and slugs have the contract shape (CONTRACT §1)'
     const name = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 100 }),
       fc.string({ unit: 'grapheme', maxLength: 100 }).filter((s) => codePoints(s) <= 100),
-      fc.constantFrom('Déjà vu — café', 'ÆØÅ', '日本語のタスク', '---', '   ', 'A'.repeat(100), 'İstanbul ß ﬁ', '\u0000\u200b\ufeff', 'a--b__c', '1234567890'.repeat(10)),
+      fc.constantFrom(
+        'Déjà vu — café',
+        'ÆØÅ',
+        '日本語のタスク',
+        '---',
+        '   ',
+        'A'.repeat(100),
+        'İstanbul ß ﬁ',
+        '\u0000\u200b\ufeff',
+        'a--b__c',
+        '1234567890'.repeat(10),
+      ),
     );
     const seen = new Set<string>();
     await fc.assert(
       fc.asyncProperty(fc.option(name, { nil: undefined }), async (n) => {
-        const res = await request(server.url, 'POST', '/api/v1/addresses', { body: n === undefined ? {} : { name: n } });
+        const res = await request(server.url, 'POST', '/api/v1/addresses', {
+          body: n === undefined ? {} : { name: n },
+        });
         assert.equal(res.status, 201, res.text);
         const { slug, email, name: stored } = res.body.address;
         assert.match(slug, SLUG);
@@ -210,7 +250,9 @@ describe('identifiers, secrets and slugs have the contract shape (CONTRACT §1)'
         assert.ok(!seen.has(slug), 'slugs are unique');
         seen.add(slug);
         // At least 40 random bits: the same name twice gives two different slugs.
-        const again = await request(server.url, 'POST', '/api/v1/addresses', { body: n === undefined ? {} : { name: n } });
+        const again = await request(server.url, 'POST', '/api/v1/addresses', {
+          body: n === undefined ? {} : { name: n },
+        });
         assert.notEqual(again.body.address.slug, slug);
         seen.add(again.body.address.slug);
       }),
@@ -237,14 +279,21 @@ describe('identifiers, secrets and slugs have the contract shape (CONTRACT §1)'
       }
     }
     // The inbox: b's secret on a's address, a's token as a secret: the same 404 as any miss.
-    for (const path of [`/api/v1/inbox/${a.id}/${secretOf(b)}`, `/api/v1/inbox/${a.id}/${a.token}`, `/api/v1/inbox/${b.id}/${secretOf(a)}`]) {
+    for (const path of [
+      `/api/v1/inbox/${a.id}/${secretOf(b)}`,
+      `/api/v1/inbox/${a.id}/${a.token}`,
+      `/api/v1/inbox/${b.id}/${secretOf(a)}`,
+    ]) {
       const res = await request(server.url, 'POST', path, { body: { data: 'intruder' } });
       assert.equal(res.status, 404, res.text);
       assert.equal(res.body.error.code, 'inbox_not_found');
     }
     // Nothing reached a's queue, and a's own credentials still work.
     const page = await listEvents(server.url, a);
-    assert.deepEqual(page.body.events.map((e: any) => e.id), [evt]);
+    assert.deepEqual(
+      page.body.events.map((e: any) => e.id),
+      [evt],
+    );
     assert.equal((await request(server.url, 'DELETE', `/api/v1/addresses/${a.id}`, { token: a.token })).status, 204);
   });
 });

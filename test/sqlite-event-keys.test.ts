@@ -19,7 +19,12 @@ import { addressRecord, appendInput } from './helpers/records.js';
 
 test('msOfId gives back the millisecond newEventId was given, and null for ids of other forms', () => {
   fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 48 - 1 }), (ms) => msOfId(newEventId(ms)) === ms));
-  for (const other of ['evt_abc', `evt_${'g'.repeat(12)}${'a'.repeat(22)}`, `evt_0123456789ab${'a'.repeat(21)}`, `addr_0123456789ab${'a'.repeat(22)}`]) {
+  for (const other of [
+    'evt_abc',
+    `evt_${'g'.repeat(12)}${'a'.repeat(22)}`,
+    `evt_0123456789ab${'a'.repeat(21)}`,
+    `addr_0123456789ab${'a'.repeat(22)}`,
+  ]) {
     assert.equal(msOfId(other), null, other);
   }
   assert.equal(firstKeyOf(LOW_KEYS / KEYS_PER_MS - 1), null, 'no range starts below LOW_KEYS');
@@ -56,8 +61,15 @@ describe('SQLite event keys', () => {
 
   /** Every event's key is in its created_at's range, with the id carrying the same millisecond, or below LOW_KEYS and found through unplaced_event_ids. */
   function checkKeys(): { placed: number; unplaced: number } {
-    const rows = db.prepare<[], { key: number; id: string; created_at: number }>('SELECT rowid AS key, id, created_at FROM events').all();
-    const unplaced = new Map(db.prepare<[], { event_key: number; id: string }>('SELECT event_key, id FROM unplaced_event_ids').all().map((r) => [r.event_key, r.id]));
+    const rows = db
+      .prepare<[], { key: number; id: string; created_at: number }>('SELECT rowid AS key, id, created_at FROM events')
+      .all();
+    const unplaced = new Map(
+      db
+        .prepare<[], { event_key: number; id: string }>('SELECT event_key, id FROM unplaced_event_ids')
+        .all()
+        .map((r) => [r.event_key, r.id]),
+    );
     let placed = 0;
     for (const row of rows) {
       if (row.key >= LOW_KEYS) {
@@ -75,7 +87,10 @@ describe('SQLite event keys', () => {
   test('events of one millisecond take its keys in order; a later one starts its own range', () => {
     const t = Date.now();
     const ids = [append(t), append(t), append(t), append(t + 1)];
-    const keys = db.prepare<[], { key: number }>('SELECT rowid AS key FROM events ORDER BY sequence').all().map((r) => r.key);
+    const keys = db
+      .prepare<[], { key: number }>('SELECT rowid AS key FROM events ORDER BY sequence')
+      .all()
+      .map((r) => r.key);
     const first = t * KEYS_PER_MS;
     assert.deepEqual(keys, [first, first + 1, first + 2, first + KEYS_PER_MS]);
     for (const id of ids) assert.equal(ack(id), id);
@@ -87,7 +102,8 @@ describe('SQLite event keys', () => {
     const ids = Array.from({ length: KEYS_PER_MS + 3 }, () => append(t));
     const later = append(t + 1);
     assert.deepEqual(checkKeys(), { placed: KEYS_PER_MS + 1, unplaced: 3 });
-    for (const id of [ids[0], ids[KEYS_PER_MS - 1], ids[KEYS_PER_MS], ids[KEYS_PER_MS + 2], later]) assert.equal(ack(id), id);
+    for (const id of [ids[0], ids[KEYS_PER_MS - 1], ids[KEYS_PER_MS], ids[KEYS_PER_MS + 2], later])
+      assert.equal(ack(id), id);
     assert.equal(writes.purge(Date.now(), t + 1).eventsPurged, KEYS_PER_MS + 3);
     assert.deepEqual(checkKeys(), { placed: 1, unplaced: 0 });
     assert.equal(ack(ids[KEYS_PER_MS + 1]), undefined, 'a purged event is not found');
@@ -102,7 +118,10 @@ describe('SQLite event keys', () => {
     assert.deepEqual(checkKeys(), { placed: 6, unplaced: 0 });
     for (const id of [...newer, ...earlier, newest]) assert.equal(ack(id), id);
     assert.equal(writes.purge(Date.now(), t - 4999).eventsPurged, 3);
-    const left = db.prepare<[], { id: string }>('SELECT id FROM events ORDER BY sequence').all().map((r) => r.id);
+    const left = db
+      .prepare<[], { id: string }>('SELECT id FROM events ORDER BY sequence')
+      .all()
+      .map((r) => r.id);
     assert.deepEqual(left, [...newer, newest]);
   });
 

@@ -18,7 +18,9 @@ import { addressRecord, appendInput } from './helpers/records.js';
 /** A file as version `version` leaves it, with the migrations' own SQL. */
 function versionFile(path: string, version: number): Database.Database {
   const db = new Database(path);
-  db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  db.exec(
+    'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  );
   for (const migration of SQLITE_MIGRATIONS.slice(0, version)) {
     db.exec(migration.sql);
     db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(migration.version, migration.name, Date.now());
@@ -57,7 +59,18 @@ test('SQLite: a version-2 file is upgraded in place (migration 3), every event k
     );
     const t = Date.now() - 60_000;
     insertEvent.run(newEventId(t), a.id, 1, 'message.received', 'https', '{"n":1}', null, null, t, null);
-    insertEvent.run(newEventId(t + 1), a.id, 2, 'message.received', 'https', '{"n":2}', '{"h":"v"}', null, t + 1, t + 5);
+    insertEvent.run(
+      newEventId(t + 1),
+      a.id,
+      2,
+      'message.received',
+      'https',
+      '{"n":2}',
+      '{"h":"v"}',
+      null,
+      t + 1,
+      t + 5,
+    );
     insertEvent.run(newEventId(t + 2), a.id, 3, 'build.finished', 'email', '{"n":3}', null, 'key-1', t + 2, null);
     insertEvent.run(newEventId(t + 3), a.id, 4, 'message.received', 'https', '{"n":4}', null, null, t + 3, null);
     insertEvent.run(newEventId(t + 4), b.id, 1, 'message.received', 'https', '{"b":1}', null, null, t + 4, null);
@@ -68,7 +81,16 @@ test('SQLite: a version-2 file is upgraded in place (migration 3), every event k
     try {
       const page = await storage.listEvents(a.id, 0, 100);
       assert.deepEqual(
-        page.events.map((e) => [e.sequence, e.type, e.source, e.dataJson, e.metadataJson, e.dedupeKey, e.createdAt, e.acknowledgedAt]),
+        page.events.map((e) => [
+          e.sequence,
+          e.type,
+          e.source,
+          e.dataJson,
+          e.metadataJson,
+          e.dedupeKey,
+          e.createdAt,
+          e.acknowledgedAt,
+        ]),
         [
           [1, 'message.received', 'https', '{"n":1}', null, null, t, null],
           [2, 'message.received', 'https', '{"n":2}', '{"h":"v"}', null, t + 1, t + 5],
@@ -85,7 +107,10 @@ test('SQLite: a version-2 file is upgraded in place (migration 3), every event k
       assert.equal(again.status === 'duplicate' && again.event.id, page.events[2].id);
       // A queue of 5 at a capacity of 5, none acknowledged but 2: the eviction takes 2.
       assert.equal((await storage.appendEvent(appendInput(a.id), 5)).status, 'created');
-      assert.deepEqual((await storage.listEvents(a.id, 0, 100)).events.map((e) => e.sequence), [1, 3, 4, 7, 8]);
+      assert.deepEqual(
+        (await storage.listEvents(a.id, 0, 100)).events.map((e) => e.sequence),
+        [1, 3, 4, 7, 8],
+      );
       assert.equal(await storage.ackUpTo(a.id, 4, Date.now()), 3);
       // Deleting b takes its events, and only its.
       assert.equal((await storage.listEvents(b.id, 0, 100)).events.length, 2);
@@ -95,8 +120,12 @@ test('SQLite: a version-2 file is upgraded in place (migration 3), every event k
     }
 
     inspectFile(path, (after) => {
-      assert.deepEqual(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get(), { v: SQLITE_MIGRATIONS.length });
-      assert.deepEqual(after.prepare('SELECT address_id, COUNT(*) AS n FROM events GROUP BY address_id').all(), [{ address_id: a.id, n: 5 }]);
+      assert.deepEqual(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get(), {
+        v: SQLITE_MIGRATIONS.length,
+      });
+      assert.deepEqual(after.prepare('SELECT address_id, COUNT(*) AS n FROM events GROUP BY address_id').all(), [
+        { address_id: a.id, n: 5 },
+      ]);
     });
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -134,33 +163,60 @@ test('SQLite: migration 4 stores each event under a key of its millisecond; the 
     const storage = new SqliteStorage(path);
     try {
       const page = await storage.listEvents(a.id, 0, 100);
-      assert.deepEqual(page.events.map((e) => [e.id, e.sequence, e.createdAt]), events.map((e, i) => [e.id, i + 1, e.createdAt]));
+      assert.deepEqual(
+        page.events.map((e) => [e.id, e.sequence, e.createdAt]),
+        events.map((e, i) => [e.id, i + 1, e.createdAt]),
+      );
       // Every event is found by its id, placed or not.
       for (const e of events) assert.equal((await storage.ackEvent(a.id, e.id, Date.now()))?.id, e.id);
       inspectFile(path, (reader) => {
-        const unplaced = reader.prepare<[], { id: string }>('SELECT id FROM unplaced_event_ids ORDER BY event_key').all().map((r) => r.id);
-        assert.deepEqual(unplaced, events.filter((e) => !e.placed).map((e) => e.id));
+        const unplaced = reader
+          .prepare<[], { id: string }>('SELECT id FROM unplaced_event_ids ORDER BY event_key')
+          .all()
+          .map((r) => r.id);
+        assert.deepEqual(
+          unplaced,
+          events.filter((e) => !e.placed).map((e) => e.id),
+        );
       });
       // A new event in the millisecond of a migrated one takes the next key.
       const next = await storage.appendEvent(appendInput(a.id, { createdAt: recent }), 1000);
       assert.equal(next.status === 'created' && next.event.sequence, 7);
       // Retention takes the old events, unplaced ones too, and nothing else.
       assert.equal((await storage.purge(Date.now(), Date.now() - 30 * DAY)).eventsPurged, 4);
-      assert.deepEqual((await storage.listEvents(a.id, 0, 100)).events.map((e) => e.sequence), [5, 6, 7]);
+      assert.deepEqual(
+        (await storage.listEvents(a.id, 0, 100)).events.map((e) => e.sequence),
+        [5, 6, 7],
+      );
     } finally {
       await storage.close();
     }
 
     inspectFile(path, (after) => {
       // The key is the table's INTEGER PRIMARY KEY, which VACUUM never renumbers (an implicit rowid, SQLite says, it may).
-      const pk = after.pragma('table_info(events)').filter((c) => (c as { pk: number }).pk > 0);
-      assert.deepEqual(pk.map((c) => [(c as { name: string }).name, (c as { type: string }).type]), [['key', 'INTEGER']]);
-      const keys = after.prepare<[], { key: number; id: string }>('SELECT rowid AS key, id FROM events ORDER BY sequence').all();
-      const first = recent * KEYS_PER_MS;
-      assert.deepEqual(keys.map((k) => k.key), [first, 6, first + 1], 'placed in its millisecond, or kept its old rowid');
-      assert.deepEqual(after.prepare('SELECT event_key, id FROM unplaced_event_ids').all(), [{ event_key: 6, id: events[5].id }]);
+      const columns = after.pragma('table_info(events)') as { pk: number; name: string; type: string }[];
+      const pk = columns.filter((c) => c.pk > 0);
       assert.deepEqual(
-        after.prepare("SELECT name FROM sqlite_schema WHERE tbl_name = 'events' AND type = 'index' ORDER BY name").all().map((r) => (r as { name: string }).name),
+        pk.map((c) => [c.name, c.type]),
+        [['key', 'INTEGER']],
+      );
+      const keys = after
+        .prepare<[], { key: number; id: string }>('SELECT rowid AS key, id FROM events ORDER BY sequence')
+        .all();
+      const first = recent * KEYS_PER_MS;
+      assert.deepEqual(
+        keys.map((k) => k.key),
+        [first, 6, first + 1],
+        'placed in its millisecond, or kept its old rowid',
+      );
+      assert.deepEqual(after.prepare('SELECT event_key, id FROM unplaced_event_ids').all(), [
+        { event_key: 6, id: events[5].id },
+      ]);
+      assert.deepEqual(
+        after
+          .prepare("SELECT name FROM sqlite_schema WHERE tbl_name = 'events' AND type = 'index' ORDER BY name")
+          .all()
+          .map((r) => (r as { name: string }).name),
         ['events_acknowledged', 'events_by_dedupe_key', 'events_by_sequence'],
         'no index on ids or on age',
       );

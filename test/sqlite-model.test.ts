@@ -27,8 +27,23 @@ type Step =
   | { kind: 'delete'; address: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('append' as const), address: fc.nat(ADDRESSES - 1), count: fc.integer({ min: 1, max: 6 }), old: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('ack' as const), address: fc.nat(ADDRESSES - 1), pick: fc.double({ min: 0, max: 0.999, noNaN: true }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('append' as const),
+      address: fc.nat(ADDRESSES - 1),
+      count: fc.integer({ min: 1, max: 6 }),
+      old: fc.boolean(),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('ack' as const),
+      address: fc.nat(ADDRESSES - 1),
+      pick: fc.double({ min: 0, max: 0.999, noNaN: true }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('ackAll' as const), address: fc.nat(ADDRESSES - 1) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('purge' as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), address: fc.nat(ADDRESSES - 1) }) },
@@ -80,12 +95,19 @@ describe('SQLite caches against a model (writer queue state, address cache)', ()
               );
               for (const r of results) {
                 if (r.status === 'queue_full') {
-                  assert.ok(q.events.length === CAPACITY && q.events.every((e) => !e.acked), 'refused only when full of unacknowledged events');
+                  assert.ok(
+                    q.events.length === CAPACITY && q.events.every((e) => !e.acked),
+                    'refused only when full of unacknowledged events',
+                  );
                   continue;
                 }
                 assert.equal(r.status, 'created');
                 if (r.status !== 'created') continue;
-                if (q.events.length === CAPACITY) q.events.splice(q.events.findIndex((e) => e.acked), 1);
+                if (q.events.length === CAPACITY)
+                  q.events.splice(
+                    q.events.findIndex((e) => e.acked),
+                    1,
+                  );
                 assert.equal(r.event.sequence, q.lastGiven + 1, 'the highest ever given out + 1');
                 q.lastGiven = r.event.sequence;
                 q.events.push({ id: r.event.id, sequence: r.event.sequence, acked: false, old: s.old });
@@ -121,7 +143,11 @@ describe('SQLite caches against a model (writer queue state, address cache)', ()
           for (const q of queues) {
             if (q.events.length === CAPACITY && q.events.every((e) => !e.acked)) continue;
             const r = await storage.appendEvent(appendInput(q.record.id, { createdAt: NOW }), CAPACITY);
-            assert.equal(r.status === 'created' && r.event.sequence, q.lastGiven + 1, 'after reopening, sequences go on from the highest ever given out');
+            assert.equal(
+              r.status === 'created' && r.event.sequence,
+              q.lastGiven + 1,
+              'after reopening, sequences go on from the highest ever given out',
+            );
           }
         } finally {
           await storage.close();

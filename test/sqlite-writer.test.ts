@@ -32,7 +32,9 @@ describe('SQLite writer thread', () => {
   async function reopenRecordingFatal(): Promise<unknown[]> {
     const fatal: unknown[] = [];
     await storage.close();
-    storage = new SqliteStorage(join(dir, 'roost.db'), { logger: { fatal: (...args: unknown[]) => void fatal.push(args) } });
+    storage = new SqliteStorage(join(dir, 'roost.db'), {
+      logger: { fatal: (...args: unknown[]) => void fatal.push(args) },
+    });
     return fatal;
   }
   afterEach(async () => {
@@ -44,13 +46,21 @@ describe('SQLite writer thread', () => {
     const a = addressRecord();
     await storage.insertAddress(a);
     const before = { ...storage.commitStats };
-    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => storage.appendEvent(event(a.id, String(i)), 1000)));
-    assert.deepEqual(results.map((r) => r.status === 'created' && r.event.sequence), Array.from({ length: 40 }, (_, i) => i + 1));
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => storage.appendEvent(event(a.id, String(i)), 1000)),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status === 'created' && r.event.sequence),
+      Array.from({ length: 40 }, (_, i) => i + 1),
+    );
     assert.equal(storage.commitStats.appends - before.appends, 40);
     assert.equal(storage.commitStats.commits - before.commits, 1, 'one transaction for the whole turn');
     // Each resolved event is readable at once through the event loop's own connection.
     const page = await storage.listEvents(a.id, 0, 100);
-    assert.deepEqual(page.events.map((e) => e.dataJson), Array.from({ length: 40 }, (_, i) => String(i)));
+    assert.deepEqual(
+      page.events.map((e) => e.dataJson),
+      Array.from({ length: 40 }, (_, i) => String(i)),
+    );
   });
 
   test('appends sent before a delete land first and go with it; the cache does not outlive the delete', async () => {
@@ -111,8 +121,8 @@ describe('SQLite writer thread', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const [code] = (await once(child, 'exit')) as [number | null];
     assert.notEqual(code, 0);
     assert.match(output, /another Roost process is using/);
@@ -142,17 +152,33 @@ describe('SQLite group commit: a failed append in a batch', () => {
   const tuple = (input: AppendInput, capacity = 1000) => toAppendTuple(input, newEventId(input.createdAt), capacity);
   // Inserts of type 'refused' fail from then on. RAISE(ABORT) fails its statement alone, as
   // a constraint does: the transaction goes on.
-  const refuseTypeRefused = () => db.exec(`CREATE TEMP TRIGGER refuse BEFORE INSERT ON events WHEN NEW.type = 'refused' BEGIN SELECT RAISE(ABORT, 'refused'); END`);
+  const refuseTypeRefused = () =>
+    db.exec(
+      `CREATE TEMP TRIGGER refuse BEFORE INSERT ON events WHEN NEW.type = 'refused' BEGIN SELECT RAISE(ABORT, 'refused'); END`,
+    );
   const sequences = (addressId: string) =>
-    db.prepare<[string], { sequence: number }>('SELECT sequence FROM events WHERE address_id = ? ORDER BY sequence').all(addressId).map((r) => r.sequence);
+    db
+      .prepare<[string], { sequence: number }>('SELECT sequence FROM events WHERE address_id = ? ORDER BY sequence')
+      .all(addressId)
+      .map((r) => r.sequence);
 
   test('fails alone: the appends around it commit, and its sequence is given to the next one', () => {
     const a = addressRecord();
     writes.insertAddress(a);
     refuseTypeRefused();
-    const outcomes = writes.appendBatch([tuple(appendInput(a.id)), tuple(appendInput(a.id, { type: 'refused' })), tuple(appendInput(a.id))]);
-    assert.deepEqual(outcomes.map((o) => o.status), ['created', 'failed', 'created']);
-    assert.deepEqual(outcomes.map((o) => (o.status === 'created' ? o.sequence : null)), [1, null, 2]);
+    const outcomes = writes.appendBatch([
+      tuple(appendInput(a.id)),
+      tuple(appendInput(a.id, { type: 'refused' })),
+      tuple(appendInput(a.id)),
+    ]);
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['created', 'failed', 'created'],
+    );
+    assert.deepEqual(
+      outcomes.map((o) => (o.status === 'created' ? o.sequence : null)),
+      [1, null, 2],
+    );
     assert.deepEqual(sequences(a.id), [1, 2]);
   });
 
@@ -174,8 +200,18 @@ describe('SQLite group commit: a failed append in a batch', () => {
     const a = addressRecord();
     writes.insertAddress(a);
     // RAISE(ROLLBACK) ends the transaction, as an I/O error or a full disk can.
-    db.exec(`CREATE TEMP TRIGGER poison BEFORE INSERT ON events WHEN NEW.type = 'poison' BEGIN SELECT RAISE(ROLLBACK, 'poisoned'); END`);
-    assert.throws(() => writes.appendBatch([tuple(appendInput(a.id)), tuple(appendInput(a.id, { type: 'poison' })), tuple(appendInput(a.id))]), /poisoned/);
+    db.exec(
+      `CREATE TEMP TRIGGER poison BEFORE INSERT ON events WHEN NEW.type = 'poison' BEGIN SELECT RAISE(ROLLBACK, 'poisoned'); END`,
+    );
+    assert.throws(
+      () =>
+        writes.appendBatch([
+          tuple(appendInput(a.id)),
+          tuple(appendInput(a.id, { type: 'poison' })),
+          tuple(appendInput(a.id)),
+        ]),
+      /poisoned/,
+    );
     assert.deepEqual(sequences(a.id), [], 'the appends after the failure did not commit on their own');
     // The writer carries on: the next batch starts from a clean state.
     const outcomes = writes.appendBatch([tuple(appendInput(a.id))]);

@@ -22,7 +22,10 @@ import { createTestDatabase, postgresSkipReason, type TestDatabase } from './hel
 
 const DAY = 86_400_000;
 async function append(storage: Storage, addressId: string, capacity: number, createdAt?: number): Promise<number> {
-  const result = await storage.appendEvent(appendInput(addressId, createdAt === undefined ? {} : { createdAt }), capacity);
+  const result = await storage.appendEvent(
+    appendInput(addressId, createdAt === undefined ? {} : { createdAt }),
+    capacity,
+  );
   assert.equal(result.status, 'created');
   return (result as { event: { sequence: number } }).event.sequence;
 }
@@ -58,55 +61,59 @@ const engines: Array<{ name: string; skip?: string; open(): Promise<Opened> }> =
 ];
 
 for (const engine of engines) {
-  describe(`sequences are never reused after deletions [${engine.name}]`, { skip: engine.skip ? `skipped: ${engine.skip}` : false }, () => {
-    let opened: Opened;
-    before(async () => {
-      opened = await engine.open();
-    });
-    after(async () => {
-      await opened?.close();
-    });
+  describe(
+    `sequences are never reused after deletions [${engine.name}]`,
+    { skip: engine.skip ? `skipped: ${engine.skip}` : false },
+    () => {
+      let opened: Opened;
+      before(async () => {
+        opened = await engine.open();
+      });
+      after(async () => {
+        await opened?.close();
+      });
 
-    test('evicting the newest event (the only acknowledged one) does not hand its sequence out again', async () => {
-      const { storage } = opened;
-      const a = addressRecord();
-      await storage.insertAddress(a);
-      for (let i = 1; i <= 3; i++) assert.equal(await append(storage, a.id, 3), i);
-      const newest = (await storage.listEvents(a.id, 2, 1)).events[0];
-      assert.ok(await storage.ackEvent(a.id, newest.id, Date.now()));
-      // Full, with only sequence 3 acknowledged: it is evicted, and 4 is next, not 3.
-      assert.equal(await append(storage, a.id, 3), 4);
-      assert.deepEqual(await sequencesHeld(storage, a.id), [1, 2, 4]);
-      assert.ok(await storage.ackEvent(a.id, (await storage.listEvents(a.id, 3, 1)).events[0].id, Date.now()));
-      assert.equal(await append(storage, a.id, 3), 5);
-      assert.deepEqual(await sequencesHeld(storage, a.id), [1, 2, 5]);
-    });
+      test('evicting the newest event (the only acknowledged one) does not hand its sequence out again', async () => {
+        const { storage } = opened;
+        const a = addressRecord();
+        await storage.insertAddress(a);
+        for (let i = 1; i <= 3; i++) assert.equal(await append(storage, a.id, 3), i);
+        const newest = (await storage.listEvents(a.id, 2, 1)).events[0];
+        assert.ok(await storage.ackEvent(a.id, newest.id, Date.now()));
+        // Full, with only sequence 3 acknowledged: it is evicted, and 4 is next, not 3.
+        assert.equal(await append(storage, a.id, 3), 4);
+        assert.deepEqual(await sequencesHeld(storage, a.id), [1, 2, 4]);
+        assert.ok(await storage.ackEvent(a.id, (await storage.listEvents(a.id, 3, 1)).events[0].id, Date.now()));
+        assert.equal(await append(storage, a.id, 3), 5);
+        assert.deepEqual(await sequencesHeld(storage, a.id), [1, 2, 5]);
+      });
 
-    test('after retention has purged the whole queue, sequences go on from the last one', async () => {
-      const { storage } = opened;
-      const a = addressRecord();
-      await storage.insertAddress(a);
-      const old = Date.now() - 40 * DAY;
-      for (let i = 1; i <= 5; i++) assert.equal(await append(storage, a.id, 1000, old), i);
-      const purged = await storage.purge(Date.now(), Date.now() - 30 * DAY);
-      assert.ok(purged.eventsPurged >= 5);
-      assert.deepEqual(await sequencesHeld(storage, a.id), []);
-      assert.equal(await append(storage, a.id, 1000), 6);
-      assert.equal(await append(storage, a.id, 1000), 7);
-    });
+      test('after retention has purged the whole queue, sequences go on from the last one', async () => {
+        const { storage } = opened;
+        const a = addressRecord();
+        await storage.insertAddress(a);
+        const old = Date.now() - 40 * DAY;
+        for (let i = 1; i <= 5; i++) assert.equal(await append(storage, a.id, 1000, old), i);
+        const purged = await storage.purge(Date.now(), Date.now() - 30 * DAY);
+        assert.ok(purged.eventsPurged >= 5);
+        assert.deepEqual(await sequencesHeld(storage, a.id), []);
+        assert.equal(await append(storage, a.id, 1000), 6);
+        assert.equal(await append(storage, a.id, 1000), 7);
+      });
 
-    test('a queue turned over completely by evictions keeps counting up', async () => {
-      const { storage } = opened;
-      const a = addressRecord();
-      await storage.insertAddress(a);
-      let expected = 0;
-      for (let round = 0; round < 4; round++) {
-        for (let i = 0; i < 2; i++) assert.equal(await append(storage, a.id, 2), ++expected);
-        assert.equal(await storage.ackUpTo(a.id, expected, Date.now()), 2);
-      }
-      assert.deepEqual(await sequencesHeld(storage, a.id), [expected - 1, expected]);
-    });
-  });
+      test('a queue turned over completely by evictions keeps counting up', async () => {
+        const { storage } = opened;
+        const a = addressRecord();
+        await storage.insertAddress(a);
+        let expected = 0;
+        for (let round = 0; round < 4; round++) {
+          for (let i = 0; i < 2; i++) assert.equal(await append(storage, a.id, 2), ++expected);
+          assert.equal(await storage.ackUpTo(a.id, expected, Date.now()), 2);
+        }
+        assert.deepEqual(await sequencesHeld(storage, a.id), [expected - 1, expected]);
+      });
+    },
+  );
 }
 
 describe('SQLite: a version-1 file is upgraded in place (migration 2)', () => {
@@ -117,7 +124,9 @@ describe('SQLite: a version-1 file is upgraded in place (migration 2)', () => {
       // A file as version 1 left it: last_sequence = 7 written by every append, events 1..7
       // given out, 6 and 7 since evicted.
       const v1 = new Database(path);
-      v1.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+      v1.exec(
+        'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+      );
       v1.exec(SQLITE_MIGRATIONS[0].sql);
       v1.prepare('INSERT INTO schema_migrations VALUES (1, ?, ?)').run(SQLITE_MIGRATIONS[0].name, Date.now());
       const a = addressRecord();
@@ -125,8 +134,11 @@ describe('SQLite: a version-1 file is upgraded in place (migration 2)', () => {
         `INSERT INTO addresses (id, slug, name, email, created_at, read_token_digest, ingress_secret_digest, last_sequence)
          VALUES (?, ?, ?, ?, ?, ?, ?, 7)`,
       ).run(a.id, a.slug, a.name, a.email, a.createdAt, a.readTokenDigest, a.ingressSecretDigest);
-      const insert = v1.prepare('INSERT INTO events (id, address_id, sequence, type, source, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
-      for (let s = 1; s <= 5; s++) insert.run(newEventId(Date.now()), a.id, s, 'message.received', 'https', '{}', Date.now());
+      const insert = v1.prepare(
+        'INSERT INTO events (id, address_id, sequence, type, source, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      );
+      for (let s = 1; s <= 5; s++)
+        insert.run(newEventId(Date.now()), a.id, s, 'message.received', 'https', '{}', Date.now());
       v1.close();
 
       const storage = new SqliteStorage(path);

@@ -33,7 +33,11 @@ class SseClient {
     this.ended = ended;
   }
 
-  static open(base: string, address: CreatedAddress, options: { query?: string; lastEventId?: string; token?: string | null } = {}): Promise<SseClient> {
+  static open(
+    base: string,
+    address: CreatedAddress,
+    options: { query?: string; lastEventId?: string; token?: string | null } = {},
+  ): Promise<SseClient> {
     const url = `${base}/api/v1/addresses/${address.id}/events/stream${options.query ? `?${options.query}` : ''}`;
     const headers: Record<string, string> = { accept: 'text/event-stream' };
     const token = options.token === undefined ? address.token : options.token;
@@ -42,13 +46,12 @@ class SseClient {
     return new Promise((resolve, reject) => {
       const req = httpRequest(url, { headers, agent: false }, (res) => {
         let text = '';
-        let client: SseClient;
         const ended = new Promise<void>((done) => {
           res.on('end', done);
           res.on('close', done);
         });
         const body = ended.then(() => text);
-        client = new SseClient(res.statusCode!, res.headers, body, req, ended);
+        const client = new SseClient(res.statusCode!, res.headers, body, req, ended);
         void ended.then(() => client.markEnded());
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
@@ -115,7 +118,9 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 
 async function deliverMany(inbox: string, count: number, from = 1): Promise<void> {
   for (let start = 0; start < count; start += 25) {
-    await Promise.all(range(start, Math.min(start + 25, count) - 1).map((i) => deliver(inbox, { data: { n: from + i } })));
+    await Promise.all(
+      range(start, Math.min(start + 25, count) - 1).map((i) => deliver(inbox, { data: { n: from + i } })),
+    );
   }
 }
 
@@ -248,7 +253,10 @@ await forEachEngine(
       assert.equal(stream.status, 200);
       await deliver(address.inbox, { data: 'just in time' });
       const messages = await stream.waitFor(2);
-      assert.deepEqual(messages.map((m) => m.event), [undefined, 'gone']);
+      assert.deepEqual(
+        messages.map((m) => m.event),
+        [undefined, 'gone'],
+      );
       await stream.ended;
       await eventually(() => server().roost.waiters.subscribed === 0, 'the stream unsubscribed');
     });
@@ -268,7 +276,11 @@ describe('event stream on shutdown', () => {
         assert.equal(stream.status, 200);
         await own.close();
         await stream.ended;
-        assert.equal(stream.messages.some((m) => m.event === 'gone'), false, 'shutdown is not `gone`: clients reconnect');
+        assert.equal(
+          stream.messages.some((m) => m.event === 'gone'),
+          false,
+          'shutdown is not `gone`: clients reconnect',
+        );
       } finally {
         await own.close();
       }

@@ -2,8 +2,16 @@
 // schemas in src/schemas.ts. It is what the `roost` CLI uses, and what an agent embeds to
 // create a return address, deliver to an inbox and follow its queue.
 import type {
-  Address, AddressResponse, CreateAddress, CreateAddressResponse, CreateEvent, ErrorBody, Event,
-  EventDeliveryResponse, EventPage, EventResponse,
+  Address,
+  AddressResponse,
+  CreateAddress,
+  CreateAddressResponse,
+  CreateEvent,
+  ErrorBody,
+  Event,
+  EventDeliveryResponse,
+  EventPage,
+  EventResponse,
 } from '../schemas.js';
 import type { BackoffOptions } from './backoff.js';
 import { parseCredentials } from './credentials.js';
@@ -98,7 +106,10 @@ export class RoostClient {
    * A client for the address of a saved creation response (the object, or its JSON text).
    * The base URL comes from its endpoints unless `options.baseUrl` overrides it.
    */
-  static fromCredentials(saved: CreateAddressResponse | string, options: Partial<RoostClientOptions> = {}): RoostClient {
+  static fromCredentials(
+    saved: CreateAddressResponse | string,
+    options: Partial<RoostClientOptions> = {},
+  ): RoostClient {
     const credentials = parseCredentials(saved);
     return new RoostClient({
       ...options,
@@ -109,8 +120,17 @@ export class RoostClient {
   }
 
   /** POST /api/v1/addresses. Persist the whole answer: its read token is shown once. */
-  async createAddress(request: CreateAddress = {}, options: { signal?: AbortSignal } = {}): Promise<CreateAddressResponse> {
-    return (await this.#request<CreateAddressResponse>('POST', '/api/v1/addresses', { body: request, signal: options.signal, bearer: false })).body;
+  async createAddress(
+    request: CreateAddress = {},
+    options: { signal?: AbortSignal } = {},
+  ): Promise<CreateAddressResponse> {
+    return (
+      await this.#request<CreateAddressResponse>('POST', '/api/v1/addresses', {
+        body: request,
+        signal: options.signal,
+        bearer: false,
+      })
+    ).body;
   }
 
   async getAddress(options: { signal?: AbortSignal } = {}): Promise<Address> {
@@ -126,7 +146,13 @@ export class RoostClient {
   async listEvents(options: ListEventsOptions = {}): Promise<EventPage> {
     const { after, limit, wait, signal } = options;
     const timeoutMs = this.#timeoutMs + (wait ?? 0) * 1000;
-    return (await this.#request<EventPage>('GET', `${this.#addressPath()}/events`, { query: { after, limit, wait }, signal, timeoutMs })).body;
+    return (
+      await this.#request<EventPage>('GET', `${this.#addressPath()}/events`, {
+        query: { after, limit, wait },
+        signal,
+        timeoutMs,
+      })
+    ).body;
   }
 
   /** Acknowledges one event; acknowledging again returns its first acknowledged_at. */
@@ -140,10 +166,21 @@ export class RoostClient {
    * token needed). `duplicate` is true when the idempotency key matched an earlier event,
    * which is then returned unchanged.
    */
-  async deliver(inboxUrl: string, event: CreateEvent = {}, options: DeliverOptions = {}): Promise<EventDeliveryResponse> {
+  async deliver(
+    inboxUrl: string,
+    event: CreateEvent = {},
+    options: DeliverOptions = {},
+  ): Promise<EventDeliveryResponse> {
     const headers: Record<string, string> = {};
     if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
-    return (await this.#request<EventDeliveryResponse>('POST', inboxUrl, { body: event, headers, signal: options.signal, bearer: false })).body;
+    return (
+      await this.#request<EventDeliveryResponse>('POST', inboxUrl, {
+        body: event,
+        headers,
+        signal: options.signal,
+        bearer: false,
+      })
+    ).body;
   }
 
   /**
@@ -188,17 +225,29 @@ export class RoostClient {
 
   #addressPath(): string {
     if (!this.addressId || !this.#readToken) {
-      throw new RoostError(0, 'missing_credentials', 'This call needs an address id and its read token (give addressId and readToken, or use RoostClient.fromCredentials).');
+      throw new RoostError(
+        0,
+        'missing_credentials',
+        'This call needs an address id and its read token (give addressId and readToken, or use RoostClient.fromCredentials).',
+      );
     }
     return `/api/v1/addresses/${encodeURIComponent(this.addressId)}`;
   }
 
-  async #request<T>(method: string, pathOrUrl: string, options: RequestOptions = {}): Promise<{ status: number; body: T }> {
+  async #request<T>(
+    method: string,
+    pathOrUrl: string,
+    options: RequestOptions = {},
+  ): Promise<{ status: number; body: T }> {
     const url = new URL(/^https?:\/\//i.test(pathOrUrl) ? pathOrUrl : `${this.baseUrl}${pathOrUrl}`);
     for (const [name, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(name, String(value));
     }
-    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent, ...options.headers };
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'user-agent': this.#userAgent,
+      ...options.headers,
+    };
     let body: string | undefined;
     if (options.body !== undefined) {
       body = JSON.stringify(options.body);
@@ -216,9 +265,17 @@ export class RoostClient {
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason ?? error;
       if (timeout.aborted) {
-        throw new RoostNetworkError('timeout', `${method} ${url.origin}${url.pathname}: no answer within ${options.timeoutMs ?? this.#timeoutMs} ms`, error);
+        throw new RoostNetworkError(
+          'timeout',
+          `${method} ${url.origin}${url.pathname}: no answer within ${options.timeoutMs ?? this.#timeoutMs} ms`,
+          error,
+        );
       }
-      throw new RoostNetworkError('network_error', `cannot reach ${url.origin}: ${describeNetworkFailure(error)}`, error);
+      throw new RoostNetworkError(
+        'network_error',
+        `cannot reach ${url.origin}: ${describeNetworkFailure(error)}`,
+        error,
+      );
     }
 
     let parsed: unknown;
@@ -229,7 +286,11 @@ export class RoostClient {
     }
     if (!response.ok) throw errorFromResponse(response, parsed, text);
     if (response.status !== 204 && parsed === undefined) {
-      throw new RoostError(response.status, 'invalid_response', `${method} ${url.pathname} answered ${response.status} without a JSON body`);
+      throw new RoostError(
+        response.status,
+        'invalid_response',
+        `${method} ${url.pathname} answered ${response.status} without a JSON body`,
+      );
     }
     return { status: response.status, body: parsed as T };
   }
@@ -244,5 +305,7 @@ function errorFromResponse(response: Response, parsed: unknown, text: string): R
   }
   // Not Roost's Error shape: a proxy or another server answered.
   const snippet = text.trim().slice(0, 200) || response.statusText;
-  return new RoostError(response.status, `http_${response.status}`, `HTTP ${response.status}: ${snippet}`, { retryAfterMs });
+  return new RoostError(response.status, `http_${response.status}`, `HTTP ${response.status}: ${snippet}`, {
+    retryAfterMs,
+  });
 }

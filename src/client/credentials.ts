@@ -22,7 +22,11 @@ export function parseCredentials(saved: CreateAddressResponse | string): SavedCr
     try {
       value = JSON.parse(saved);
     } catch {
-      throw new RoostError(0, 'invalid_credentials', 'The saved credentials are not JSON; expected the creation response of POST /api/v1/addresses.');
+      throw new RoostError(
+        0,
+        'invalid_credentials',
+        'The saved credentials are not JSON; expected the creation response of POST /api/v1/addresses.',
+      );
     }
   }
   const response = value as Partial<CreateAddressResponse> | null;

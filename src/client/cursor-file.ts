@@ -21,17 +21,29 @@ export async function readCursorFile(path: string, addressId: string): Promise<n
   }
   let content: Partial<CursorFileContent> | number;
   try {
-    content = JSON.parse(text);
+    content = JSON.parse(text) as Partial<CursorFileContent> | number;
   } catch {
-    throw new RoostError(0, 'invalid_cursor_file', `The cursor file ${path} is not JSON; remove it to start from the beginning of the queue.`);
+    throw new RoostError(
+      0,
+      'invalid_cursor_file',
+      `The cursor file ${path} is not JSON; remove it to start from the beginning of the queue.`,
+    );
   }
   // A bare number is accepted too, for a cursor written by hand.
   const after = typeof content === 'number' ? content : content?.after;
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 0) {
-    throw new RoostError(0, 'invalid_cursor_file', `The cursor file ${path} holds no valid cursor; remove it to start from the beginning of the queue.`);
+    throw new RoostError(
+      0,
+      'invalid_cursor_file',
+      `The cursor file ${path} holds no valid cursor; remove it to start from the beginning of the queue.`,
+    );
   }
   if (typeof content === 'object' && content?.address_id !== undefined && content.address_id !== addressId) {
-    throw new RoostError(0, 'invalid_cursor_file', `The cursor file ${path} belongs to ${content.address_id}, not ${addressId}; pass another --cursor-file.`);
+    throw new RoostError(
+      0,
+      'invalid_cursor_file',
+      `The cursor file ${path} belongs to ${content.address_id}, not ${addressId}; pass another --cursor-file.`,
+    );
   }
   return after;
 }

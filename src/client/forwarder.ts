@@ -79,9 +79,10 @@ async function postUntilAccepted(event: Event, options: ForwardOptions, backoff:
       reason = `${options.target} answered ${response.status}`;
     } catch (error) {
       if (signal.aborted) return undefined;
-      reason = isAbortError(error) || (error as Error).name === 'TimeoutError'
-        ? `${options.target} did not answer in time`
-        : `cannot reach ${options.target}: ${describeNetworkFailure(error)}`;
+      reason =
+        isAbortError(error) || (error as Error).name === 'TimeoutError'
+          ? `${options.target} did not answer in time`
+          : `cannot reach ${options.target}: ${describeNetworkFailure(error)}`;
     }
     const delay = backoffDelay(attempt, backoff);
     options.onRetry?.(event, reason, delay, attempt + 1);

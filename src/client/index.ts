@@ -12,6 +12,9 @@ import type { CreateAddressResponse } from '../schemas.js';
 import { RoostClient, type RoostClientOptions } from './client.js';
 
 /** A client for the address of a saved creation response (object or JSON text). */
-export function fromCredentials(saved: CreateAddressResponse | string, options: Partial<RoostClientOptions> = {}): RoostClient {
+export function fromCredentials(
+  saved: CreateAddressResponse | string,
+  options: Partial<RoostClientOptions> = {},
+): RoostClient {
   return RoostClient.fromCredentials(saved, options);
 }

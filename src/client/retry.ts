@@ -11,7 +11,10 @@ export interface RetryOptions {
 }
 
 /** The operation's result, or undefined when `signal` aborted first. */
-export async function retryTransient<T>(operation: () => Promise<T>, options: RetryOptions = {}): Promise<T | undefined> {
+export async function retryTransient<T>(
+  operation: () => Promise<T>,
+  options: RetryOptions = {},
+): Promise<T | undefined> {
   const { signal } = options;
   for (let attempt = 0; ; attempt++) {
     if (signal?.aborted) return undefined;

@@ -39,15 +39,28 @@ export class RoostError extends Error {
 export const invalidRequest = (message: string) => new RoostError('invalid_request', 400, message);
 
 export const addressNotFound = () =>
-  new RoostError('address_not_found', 404, 'No return address with this id exists (it may have been deleted or have expired).');
+  new RoostError(
+    'address_not_found',
+    404,
+    'No return address with this id exists (it may have been deleted or have expired).',
+  );
 
 export const unauthorized = (why: string) =>
-  new RoostError('unauthorized', 401, `${why} Send the read token from the creation response as "Authorization: Bearer roost_read_…".`, {
-    'WWW-Authenticate': 'Bearer realm="roost"',
-  });
+  new RoostError(
+    'unauthorized',
+    401,
+    `${why} Send the read token from the creation response as "Authorization: Bearer roost_read_…".`,
+    {
+      'WWW-Authenticate': 'Bearer realm="roost"',
+    },
+  );
 
 export const inboxNotFound = () =>
-  new RoostError('inbox_not_found', 404, 'No inbox exists at this URL. Check the inbox_url from the creation response.');
+  new RoostError(
+    'inbox_not_found',
+    404,
+    'No inbox exists at this URL. Check the inbox_url from the creation response.',
+  );
 
 export const eventNotFound = () =>
   new RoostError('event_not_found', 404, 'No event with this id exists in this return address.');

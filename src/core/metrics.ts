@@ -50,7 +50,11 @@ export class Metrics {
 
   constructor(heldPolls: () => number, openStreams: () => number) {
     this.pollsHeld = this.sampledGauge('roost_polls_held', 'Long-polls currently held open.', heldPolls);
-    this.streamsOpen = this.sampledGauge('roost_streams_open', 'Server-Sent Event streams currently open.', openStreams);
+    this.streamsOpen = this.sampledGauge(
+      'roost_streams_open',
+      'Server-Sent Event streams currently open.',
+      openStreams,
+    );
     collectDefaultMetrics({ register: this.registry, prefix: 'roost_' });
   }
 

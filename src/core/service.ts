@@ -3,17 +3,34 @@
 // are thrown as RoostError values and rendered by each transport.
 import type { Config } from '../config.js';
 import type {
-  Address, CreateAddress, CreateAddressResponse, Event, EventDeliveryResponse, EventPage,
+  Address,
+  CreateAddress,
+  CreateAddressResponse,
+  Event,
+  EventDeliveryResponse,
+  EventPage,
 } from '../schemas.js';
 import type { AddressRecord, EventRecord, Storage, TokenBucketResult } from '../storage/storage.js';
 import {
-  RoostError, addressNotFound, eventNotFound, inboxNotFound, invalidRequest, queueFull, unauthorized,
+  RoostError,
+  addressNotFound,
+  eventNotFound,
+  inboxNotFound,
+  invalidRequest,
+  queueFull,
+  unauthorized,
 } from './errors.js';
 import { EVENT_CAPACITY, IDEMPOTENCY_KEY_PATTERN, MAX_JSON_DEPTH, RETENTION_MS } from './limits.js';
 import type { Metrics } from './metrics.js';
 import {
-  INGRESS_SECRET_PREFIX, READ_TOKEN_PREFIX, digestSecret, newAddressId, newIngressSecret,
-  newReadToken, newSlug, secretMatches,
+  INGRESS_SECRET_PREFIX,
+  READ_TOKEN_PREFIX,
+  digestSecret,
+  newAddressId,
+  newIngressSecret,
+  newReadToken,
+  newSlug,
+  secretMatches,
 } from './secrets.js';
 import { eventJson } from './event-json.js';
 import { isoTime } from './iso-time.js';
@@ -91,7 +108,7 @@ export function toWireEvent(record: EventRecord, data: unknown = JSON.parse(reco
     source: record.source,
     data,
   } as Event;
-  if (record.metadataJson !== null) event.metadata = JSON.parse(record.metadataJson);
+  if (record.metadataJson !== null) event.metadata = JSON.parse(record.metadataJson) as Event['metadata'];
   if (record.dedupeKey !== null) event.dedupe_key = record.dedupeKey;
   event.created_at = isoTime(record.createdAt);
   if (record.acknowledgedAt !== null) event.acknowledged_at = isoTime(record.acknowledgedAt);
@@ -106,10 +123,15 @@ export interface RecordPage {
   after: number;
 }
 
-const nextCursor = (page: RecordPage) => (page.records.length > 0 ? page.records[page.records.length - 1].sequence : page.after);
+const nextCursor = (page: RecordPage) =>
+  page.records.length > 0 ? page.records[page.records.length - 1].sequence : page.after;
 
 export function toPage(page: RecordPage): EventPage {
-  return { events: page.records.map((record) => toWireEvent(record)), next_cursor: nextCursor(page), has_more: page.hasMore };
+  return {
+    events: page.records.map((record) => toWireEvent(record)),
+    next_cursor: nextCursor(page),
+    has_more: page.hasMore,
+  };
 }
 
 /** The JSON text of toPage(page), with each event's stored data spliced in unparsed. */
@@ -162,7 +184,9 @@ export class RoostService {
     const ttl = input.expires_in_seconds ?? this.config.defaultTtlSeconds;
     const cap = this.config.maxTtlSeconds;
     if (input.expires_in_seconds !== undefined && cap !== undefined && input.expires_in_seconds > cap) {
-      throw invalidRequest(`expires_in_seconds must be at most ${cap} on this service (its lifetime cap); got ${input.expires_in_seconds}.`);
+      throw invalidRequest(
+        `expires_in_seconds must be at most ${cap} on this service (its lifetime cap); got ${input.expires_in_seconds}.`,
+      );
     }
     const readToken = newReadToken();
     const ingressSecret = newIngressSecret();
@@ -226,7 +250,12 @@ export class RoostService {
    * Reads a page; with wait > 0 and nothing past `after`, holds until a commit wakes it,
    * `wait` seconds pass, the address goes away, the client leaves (signal) or shutdown.
    */
-  async listEvents(addressId: string, token: string | undefined, options: ListOptions, signal?: AbortSignal): Promise<RecordPage> {
+  async listEvents(
+    addressId: string,
+    token: string | undefined,
+    options: ListOptions,
+    signal?: AbortSignal,
+  ): Promise<RecordPage> {
     let address = await this.authenticate(addressId, token);
     const deadline = this.now() + options.wait * 1000;
     for (;;) {
@@ -236,7 +265,8 @@ export class RoostService {
       const until = address.expiresAt === null ? deadline : Math.min(deadline, address.expiresAt);
       if (!ticket || page.events.length > 0 || until <= this.now()) {
         ticket?.cancel();
-        if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now()) throw addressNotFound();
+        if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now())
+          throw addressNotFound();
         return { records: page.events, hasMore: page.hasMore, after: options.after };
       }
       const outcome = await ticket.wait(until - this.now(), signal);
@@ -248,7 +278,8 @@ export class RoostService {
         const next = await this.storage.listEvents(addressId, options.after, options.limit);
         if (next.events.length > 0) {
           // From the wake-up (the commit's) to the answer being ready, in real time.
-          if (ticket.wokenAt !== undefined) this.metrics.wakeLatency.observe((performance.now() - ticket.wokenAt) / 1000);
+          if (ticket.wokenAt !== undefined)
+            this.metrics.wakeLatency.observe((performance.now() - ticket.wokenAt) / 1000);
           return { records: next.events, hasMore: next.hasMore, after: options.after };
         }
       }
@@ -263,7 +294,11 @@ export class RoostService {
   }
 
   /** Acknowledges every event up to a sequence (MCP's ack of a run); returns the count. */
-  async ackUpTo(addressId: string, token: string | undefined, upToSequence: number): Promise<{ acknowledged: number; up_to_sequence: number }> {
+  async ackUpTo(
+    addressId: string,
+    token: string | undefined,
+    upToSequence: number,
+  ): Promise<{ acknowledged: number; up_to_sequence: number }> {
     await this.authenticate(addressId, token);
     const acknowledged = await this.storage.ackUpTo(addressId, upToSequence, this.now());
     return { acknowledged, up_to_sequence: upToSequence };
@@ -295,7 +330,12 @@ export class RoostService {
    * inbox route, raw capture, email and MCP all end here, so every delivery wakes polls.
    * `idempotencyKey` is the header form; `input.dedupe_key` the body form (CONTRACT §3).
    */
-  async deliver(address: AddressRecord, input: DeliveryInput, idempotencyKey: string | undefined, transport: Transport): Promise<DeliveryResult> {
+  async deliver(
+    address: AddressRecord,
+    input: DeliveryInput,
+    idempotencyKey: string | undefined,
+    transport: Transport,
+  ): Promise<DeliveryResult> {
     if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
       throw invalidRequest('The Idempotency-Key header must be 1–255 visible ASCII characters (0x21–0x7E).');
     }
@@ -303,7 +343,11 @@ export class RoostService {
       throw invalidRequest('dedupe_key must be 1–255 visible ASCII characters (0x21–0x7E).');
     }
     if (idempotencyKey !== undefined && input.dedupe_key !== undefined && idempotencyKey !== input.dedupe_key) {
-      throw new RoostError('idempotency_key_mismatch', 400, 'The Idempotency-Key header and the body field dedupe_key differ; send one, or the same value in both.');
+      throw new RoostError(
+        'idempotency_key_mismatch',
+        400,
+        'The Idempotency-Key header and the body field dedupe_key differ; send one, or the same value in both.',
+      );
     }
     if (jsonDepthExceeds(input.data, MAX_JSON_DEPTH)) {
       throw invalidRequest(`data is nested more than ${MAX_JSON_DEPTH} levels deep.`);

@@ -2,7 +2,13 @@
 // and the routes. Transports register here; the operations live in core/service.ts.
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { unavailable } from '../core/errors.js';
@@ -34,7 +40,6 @@ declare module 'fastify' {
   }
 }
 
-
 /**
  * The access log: one line per answered request (redacted URL, status, time) instead of
  * Fastify's two ("incoming request" + "request completed"); at the default LOG_LEVEL=info
@@ -56,17 +61,23 @@ class AccessLog extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    if (error)
+      reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
     else if (this.plain.isLevelEnabled('info')) {
-      this.plain.info({ reqId: request.id, req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime }, 'request completed');
+      this.plain.info(
+        { reqId: request.id, req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime },
+        'request completed',
+      );
     }
   }
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, metrics } = deps;
+  // Typed as Fastify's logger, so that the instance is the plain FastifyInstance routes take.
+  const loggerInstance: FastifyBaseLogger = deps.logger;
   const app = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    loggerInstance,
     bodyLimit: config.maxBodyBytes,
     // A hop count is accepted at run time (proxy-addr) though Fastify's types omit it.
     trustProxy: config.trustProxy as boolean | string[],
@@ -107,8 +118,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Bodies are validated strictly (no coercion, no silent removal: CONTRACT §3 wants 400);
   // query strings arrive as text, are pre-checked as digits, then coerced.
-  const bodyAjv = new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false, strict: false });
-  const queryAjv = new Ajv({ coerceTypes: true, removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
+  const bodyAjv = new Ajv({
+    coerceTypes: false,
+    removeAdditional: false,
+    useDefaults: false,
+    allErrors: false,
+    strict: false,
+  });
+  const queryAjv = new Ajv({
+    coerceTypes: true,
+    removeAdditional: false,
+    useDefaults: true,
+    allErrors: false,
+    strict: false,
+  });
   for (const ajv of [bodyAjv, queryAjv]) {
     ajv.addFormat('date-time', true).addFormat('email', true).addFormat('uri', true);
   }
@@ -128,7 +151,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       servers: [{ url: config.baseUrl }],
       components: {
         securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'The read token (roost_read_…) from the creation response.' },
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'The read token (roost_read_…) from the creation response.',
+          },
         },
       },
     },

@@ -43,7 +43,11 @@ export function decodeJsonBody(request: FastifyRequest, { optional }: { optional
     );
   }
   if (!charsetIsUtf8(request)) {
-    throw new RoostError('unsupported_media_type', 415, 'JSON bodies must be UTF-8: send "charset=utf-8" or no charset at all.');
+    throw new RoostError(
+      'unsupported_media_type',
+      415,
+      'JSON bodies must be UTF-8: send "charset=utf-8" or no charset at all.',
+    );
   }
   if (bytes.length === 0) throw new RoostError('invalid_json', 400, 'The body is empty; send a JSON object.');
   try {

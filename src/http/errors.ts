@@ -35,9 +35,21 @@ export function validationMessage(errors: AjvError[], context: string | undefine
 }
 
 const FASTIFY_CODES: Record<string, { status: number; code: RoostError['code']; message: string }> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'payload_too_large', message: 'The request body exceeds the size limit.' },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'unsupported_media_type', message: 'Unsupported Content-Type; send JSON.' },
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'invalid_request', message: 'Content-Length does not match the body.' },
+  FST_ERR_CTP_BODY_TOO_LARGE: {
+    status: 413,
+    code: 'payload_too_large',
+    message: 'The request body exceeds the size limit.',
+  },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    code: 'unsupported_media_type',
+    message: 'Unsupported Content-Type; send JSON.',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    status: 400,
+    code: 'invalid_request',
+    message: 'Content-Length does not match the body.',
+  },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'invalid_json', message: 'The body is empty; send a JSON object.' },
   FST_ERR_BAD_URL: { status: 400, code: 'invalid_request', message: 'The URL is malformed.' },
   FST_ERR_ASYNC_CONSTRAINT: { status: 400, code: 'invalid_request', message: 'The request is malformed.' },
@@ -52,7 +64,9 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
   // Collected as routes are added, to tell a wrong method (405) from an unknown path (404).
   const routes: Array<{ pattern: RegExp; methods: Set<string> }> = [];
   app.addHook('onRoute', (route) => {
-    const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`);
+    const pattern = new RegExp(
+      `^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`,
+    );
     const methods = ([] as string[]).concat(route.method);
     const existing = routes.find((r) => r.pattern.source === pattern.source);
     if (existing) methods.forEach((m) => existing.methods.add(m));
@@ -65,9 +79,19 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
     for (const route of routes) if (route.pattern.test(path)) route.methods.forEach((m) => allowed.add(m));
     if (allowed.size > 0) {
       reply.header('Allow', [...allowed].sort().join(', '));
-      return sendError(reply, new RoostError('method_not_allowed', 405, `${request.method} is not allowed here; use ${[...allowed].sort().join(' or ')}.`));
+      return sendError(
+        reply,
+        new RoostError(
+          'method_not_allowed',
+          405,
+          `${request.method} is not allowed here; use ${[...allowed].sort().join(' or ')}.`,
+        ),
+      );
     }
-    return sendError(reply, new RoostError('not_found', 404, `No route ${request.method} ${redactUrl(path)}. See /api/v1/openapi.json.`));
+    return sendError(
+      reply,
+      new RoostError('not_found', 404, `No route ${request.method} ${redactUrl(path)}. See /api/v1/openapi.json.`),
+    );
   });
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -77,11 +101,15 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
       return sendError(reply, error);
     }
     if (error.validation) {
-      return sendError(reply, new RoostError('invalid_request', 400, validationMessage(error.validation as AjvError[], error.validationContext)));
+      return sendError(
+        reply,
+        new RoostError('invalid_request', 400, validationMessage(error.validation, error.validationContext)),
+      );
     }
     const known = error.code ? FASTIFY_CODES[error.code] : undefined;
     if (known) {
-      const message = known.code === 'payload_too_large' ? `The request body exceeds the ${maxBodyBytes}-byte limit.` : known.message;
+      const message =
+        known.code === 'payload_too_large' ? `The request body exceeds the ${maxBodyBytes}-byte limit.` : known.message;
       return sendError(reply, new RoostError(known.code, known.status, message));
     }
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
@@ -89,7 +117,14 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
     }
     metrics.storageErrors.inc();
     request.log.error({ err: error }, 'request failed');
-    return sendError(reply, new RoostError('internal_error', 500, 'Something went wrong on our side; the request was not completed. Retry later.'));
+    return sendError(
+      reply,
+      new RoostError(
+        'internal_error',
+        500,
+        'Something went wrong on our side; the request was not completed. Retry later.',
+      ),
+    );
   });
 }
 
@@ -101,7 +136,14 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
 export function renderFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
     // Longer than any id or secret this service issues: nothing can live there.
-    sendError(reply, new RoostError('not_found', 404, 'Nothing exists at this path: one of its segments is longer than any identifier this service issues.'));
+    sendError(
+      reply,
+      new RoostError(
+        'not_found',
+        404,
+        'Nothing exists at this path: one of its segments is longer than any identifier this service issues.',
+      ),
+    );
     return;
   }
   sendError(reply, new RoostError('invalid_request', 400, 'The URL is malformed; check its percent-encoding.'));

@@ -13,6 +13,8 @@ export const RAW_EVENT_TYPE = 'webhook.received';
 
 /** The longest `?type=` accepted; event types are names, not payloads. */
 const MAX_TYPE_LENGTH = 200;
+// C0 controls and DEL: an event type is printed in logs, headers and terminals.
+const CONTROL_CHARACTER = /\p{Cc}/u;
 
 /** What a raw capture stores as the event's `data`. */
 export interface RawCaptureData {
@@ -43,15 +45,18 @@ export function wantsRaw(query: unknown): boolean {
 export function rawCaptureType(query: RawQuery): string | undefined {
   const { raw, type } = query;
   if (raw === undefined) {
-    if (type !== undefined) throw invalidRequest('Invalid query parameter "type": it is only used with raw=1 (raw capture).');
+    if (type !== undefined)
+      throw invalidRequest('Invalid query parameter "type": it is only used with raw=1 (raw capture).');
     return undefined;
   }
   if (raw !== '1' && raw !== 'true') {
     throw invalidRequest('Invalid query parameter "raw": use raw=1 to store the request as sent, or leave it out.');
   }
   if (type === undefined) return RAW_EVENT_TYPE;
-  if (typeof type !== 'string' || type.length === 0 || type.length > MAX_TYPE_LENGTH || /[\x00-\x1f\x7f]/.test(type)) {
-    throw invalidRequest(`Invalid query parameter "type": it must be given once, 1–${MAX_TYPE_LENGTH} characters without control characters.`);
+  if (typeof type !== 'string' || type.length === 0 || type.length > MAX_TYPE_LENGTH || CONTROL_CHARACTER.test(type)) {
+    throw invalidRequest(
+      `Invalid query parameter "type": it must be given once, 1–${MAX_TYPE_LENGTH} characters without control characters.`,
+    );
   }
   return type;
 }
@@ -59,13 +64,23 @@ export function rawCaptureType(query: RawQuery): string | undefined {
 // Credentials never reach storage (CONTRACT §1, §3.1); hop-by-hop headers describe the
 // connection to us, not the sender's message (RFC 9110 §7.6.1).
 const DROPPED_HEADERS = new Set([
-  'authorization', 'cookie', 'connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade',
+  'authorization',
+  'cookie',
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
 ]);
 
 export function storedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   // Headers the Connection header names are hop-by-hop too (RFC 9110 §7.6.1).
   const named = new Set(
-    String(headers.connection ?? '').split(',').map((name) => name.trim().toLowerCase()).filter(Boolean),
+    String(headers.connection ?? '')
+      .split(',')
+      .map((name) => name.trim().toLowerCase())
+      .filter(Boolean),
   );
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {

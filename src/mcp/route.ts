@@ -17,14 +17,27 @@ const SERVER_ERROR = -32000;
  * The MCP SDK (and zod with it) is loaded by the first MCP request, not at start: it is
  * ~25 MiB of the idle process, which a service that never sees an MCP client need not carry.
  */
-let sdk: Promise<{ buildMcpServer: typeof import('./server.js').buildMcpServer; Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport }> | undefined;
+let sdk:
+  | Promise<{
+      buildMcpServer: typeof import('./server.js').buildMcpServer;
+      Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
+    }>
+  | undefined;
 const loadSdk = () =>
-  (sdk ??= Promise.all([import('./server.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]).then(([server, http]) => ({
-    buildMcpServer: server.buildMcpServer,
-    Transport: http.StreamableHTTPServerTransport,
-  })));
+  (sdk ??= Promise.all([import('./server.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]).then(
+    ([server, http]) => ({
+      buildMcpServer: server.buildMcpServer,
+      Transport: http.StreamableHTTPServerTransport,
+    }),
+  ));
 
-function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string, headers: Record<string, string> = {}) {
+function jsonRpcError(
+  reply: FastifyReply,
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+) {
   for (const [name, value] of Object.entries(headers)) reply.header(name, value);
   return reply.code(status).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
 }
@@ -92,7 +105,13 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
       request.log.error({ err: error }, 'MCP request failed');
       if (!reply.raw.headersSent) {
         reply.raw.writeHead(500, { 'content-type': 'application/json' });
-        reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: ErrorCode.InternalError, message: 'Internal error; retry later.' }, id: null }));
+        reply.raw.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            error: { code: ErrorCode.InternalError, message: 'Internal error; retry later.' },
+            id: null,
+          }),
+        );
       }
     }
   };
@@ -100,13 +119,19 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
   // Stateless: no server-initiated stream (GET) and no session to end (DELETE); the SDK's
   // stateless examples answer 405 with a JSON-RPC error, and clients expect exactly that.
   const methodNotAllowed = async (_request: FastifyRequest, reply: FastifyReply) =>
-    jsonRpcError(reply, 405, SERVER_ERROR, 'Method not allowed: this stateless MCP endpoint takes POST only.', { Allow: 'POST' });
+    jsonRpcError(reply, 405, SERVER_ERROR, 'Method not allowed: this stateless MCP endpoint takes POST only.', {
+      Allow: 'POST',
+    });
 
   const description =
     'Streamable HTTP MCP endpoint (stateless; POST JSON-RPC with "Accept: application/json, text/event-stream"). ' +
     'Credentials: "Authorization: Bearer roost_read_…" or the tools\' read_token argument. See /llms.txt.';
   app.post('/mcp', { schema: { summary: 'MCP: create return addresses and use any of them', description } }, handle);
-  app.post('/mcp/:addressId', { schema: { summary: 'MCP bound to one return address (mcp_url)', description, params: AddressParamsSchema } }, handle);
+  app.post(
+    '/mcp/:addressId',
+    { schema: { summary: 'MCP bound to one return address (mcp_url)', description, params: AddressParamsSchema } },
+    handle,
+  );
   for (const url of ['/mcp', '/mcp/:addressId']) {
     app.route({ method: ['GET', 'DELETE', 'PUT', 'PATCH'], url, schema: { hide: true }, handler: methodNotAllowed });
   }

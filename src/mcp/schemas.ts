@@ -5,7 +5,12 @@
 import { z } from 'zod';
 import { READ_TOKEN_PREFIX } from '../core/secrets.js';
 import {
-  AddressResponseSchema, CreateAddressResponseSchema, CreateAddressSchema, EventPageSchema, EventSchema, ListEventsQuerySchema,
+  AddressResponseSchema,
+  CreateAddressResponseSchema,
+  CreateAddressSchema,
+  EventPageSchema,
+  EventSchema,
+  ListEventsQuerySchema,
 } from '../schemas.js';
 
 type JsonSchema = { [key: string]: unknown };
@@ -19,13 +24,13 @@ type JsonSchema = { [key: string]: unknown };
  *   context an LLM client pays for on each turn.
  */
 function fromTypeBox(schema: object): z.ZodObject {
-  const plain = JSON.parse(JSON.stringify(schema), (_key, value: unknown) => {
+  const plain = JSON.parse(JSON.stringify(schema), (_key, value: unknown): unknown => {
     const node = value as JsonSchema;
     if (!node || typeof node !== 'object' || (node.format !== 'email' && node.format !== 'date-time')) return value;
     const { format, ...rest } = node;
     const said = format === 'email' ? 'An email address.' : 'An RFC 3339 UTC time with milliseconds.';
-    return { ...rest, description: rest.description ? `${said} ${String(rest.description)}` : said };
-  });
+    return { ...rest, description: typeof rest.description === 'string' ? `${said} ${rest.description}` : said };
+  }) as Parameters<typeof z.fromJSONSchema>[0];
   const converted = z.fromJSONSchema(plain);
   if (!(converted instanceof z.ZodObject)) throw new Error('An MCP tool schema must be a JSON object schema.');
   return converted;
@@ -47,11 +52,14 @@ const readToken = z
 
 /** On `/mcp` the address tools name their address; on `/mcp/{addressId}` it is implied. */
 export function addressArguments(bound: boolean) {
-  const addressId = z.string().min(1).describe(
-    bound
-      ? 'Optional: this endpoint is bound to one return address; if given, it must be that address id (addr_…).'
-      : 'The return address id (addr_…) from the creation response.',
-  );
+  const addressId = z
+    .string()
+    .min(1)
+    .describe(
+      bound
+        ? 'Optional: this endpoint is bound to one return address; if given, it must be that address id (addr_…).'
+        : 'The return address id (addr_…) from the creation response.',
+    );
   return { address_id: bound ? addressId.optional() : addressId, read_token: readToken };
 }
 
@@ -68,13 +76,19 @@ export function pollInput(bound: boolean) {
 export function ackInput(bound: boolean) {
   return z.strictObject({
     ...addressArguments(bound),
-    event_id: z.string().min(1).describe('Acknowledge this one event (evt_…). Give either event_id or up_to_sequence.').optional(),
+    event_id: z
+      .string()
+      .min(1)
+      .describe('Acknowledge this one event (evt_…). Give either event_id or up_to_sequence.')
+      .optional(),
     up_to_sequence: z
       .number()
       .int()
       .min(1)
       .max(Number.MAX_SAFE_INTEGER)
-      .describe('Acknowledge every event of the address whose sequence is at most this (e.g. the next_cursor you handled up to).')
+      .describe(
+        'Acknowledge every event of the address whose sequence is at most this (e.g. the next_cursor you handled up to).',
+      )
       .optional(),
   });
 }
@@ -96,8 +110,18 @@ export const pollOutput = z
 // One object with optional members, not a union: MCP requires an object at the root.
 export const ackOutput = z.strictObject({
   event: event.describe('The acknowledged event (when event_id was given).').optional(),
-  acknowledged: z.number().int().min(0).describe('How many events this call newly acknowledged (when up_to_sequence was given).').optional(),
-  up_to_sequence: z.number().int().min(1).describe('The sequence acknowledged up to (when up_to_sequence was given).').optional(),
+  acknowledged: z
+    .number()
+    .int()
+    .min(0)
+    .describe('How many events this call newly acknowledged (when up_to_sequence was given).')
+    .optional(),
+  up_to_sequence: z
+    .number()
+    .int()
+    .min(1)
+    .describe('The sequence acknowledged up to (when up_to_sequence was given).')
+    .optional(),
 });
 
 export const deleteOutput = z.strictObject({

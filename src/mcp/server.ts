@@ -51,7 +51,12 @@ function argumentError(error: z.ZodError, args: Record<string, unknown>): RoostE
   return invalidRequest(`Invalid argument "${field || 'arguments'}": ${issue.message}.`);
 }
 
-async function callTool(tool: RoostTool, args: Record<string, unknown>, context: McpRequestContext, cancel: AbortSignal): Promise<CallToolResult> {
+async function callTool(
+  tool: RoostTool,
+  args: Record<string, unknown>,
+  context: McpRequestContext,
+  cancel: AbortSignal,
+): Promise<CallToolResult> {
   try {
     await tool.admit?.(context);
     const parsed = tool.input.safeParse(args);
@@ -62,7 +67,13 @@ async function callTool(tool: RoostTool, args: Record<string, unknown>, context:
   } catch (error) {
     if (error instanceof RoostError) return failure(error);
     context.onInternalError(error);
-    return failure(new RoostError('internal_error', 500, 'Something went wrong on our side; the call was not completed. Retry later.'));
+    return failure(
+      new RoostError(
+        'internal_error',
+        500,
+        'Something went wrong on our side; the call was not completed. Retry later.',
+      ),
+    );
   }
 }
 
@@ -73,7 +84,13 @@ export function buildMcpServer(context: McpRequestContext): McpServer {
   for (const tool of tools) {
     server.registerTool(
       tool.name,
-      { title: tool.title, description: tool.description, inputSchema: tool.input, outputSchema: tool.output, annotations: tool.annotations },
+      {
+        title: tool.title,
+        description: tool.description,
+        inputSchema: tool.input,
+        outputSchema: tool.output,
+        annotations: tool.annotations,
+      },
       (args: Record<string, unknown>, extra) => callTool(tool, args, context, extra.signal),
     );
   }
@@ -83,7 +100,11 @@ export function buildMcpServer(context: McpRequestContext): McpServer {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   server.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = byName.get(request.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool "${request.params.name}"; call tools/list for the tools of this endpoint.`);
+    if (!tool)
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Unknown tool "${request.params.name}"; call tools/list for the tools of this endpoint.`,
+      );
     return callTool(tool, request.params.arguments ?? {}, context, extra.signal);
   });
   return server;

@@ -6,7 +6,16 @@ import type { z } from 'zod';
 import { RoostError, invalidRequest, unauthorized } from '../core/errors.js';
 import { bearerToken, toPage, type ListOptions, type RoostService } from '../core/service.js';
 import {
-  UNTRUSTED_NOTICE, ackInput, ackOutput, addressOutput, createInput, createOutput, deleteInput, deleteOutput, getInput, pollInput,
+  UNTRUSTED_NOTICE,
+  ackInput,
+  ackOutput,
+  addressOutput,
+  createInput,
+  createOutput,
+  deleteInput,
+  deleteOutput,
+  getInput,
+  pollInput,
   pollOutput,
 } from './schemas.js';
 
@@ -50,7 +59,10 @@ interface AddressArguments {
  * The address a call is about and the token to present for it. The token is the bearer
  * header or the read_token argument; both given must agree (CONTRACT §7).
  */
-async function resolveTarget(context: ToolContext, args: AddressArguments): Promise<{ addressId: string; token: string | undefined }> {
+async function resolveTarget(
+  context: ToolContext,
+  args: AddressArguments,
+): Promise<{ addressId: string; token: string | undefined }> {
   const bound = context.boundAddressId;
   if (bound !== undefined && args.address_id !== undefined && args.address_id !== bound) {
     throw invalidRequest(`address_id: this MCP endpoint is bound to ${bound}; omit address_id or pass that id.`);
@@ -65,13 +77,15 @@ async function resolveTarget(context: ToolContext, args: AddressArguments): Prom
     } catch (error) {
       if (!(error instanceof RoostError) || error.code !== 'unauthorized') throw error;
     }
-    throw unauthorized('The Authorization header and the read_token argument carry different tokens; send one of them, or the same token in both.');
+    throw unauthorized(
+      'The Authorization header and the read_token argument carry different tokens; send one of them, or the same token in both.',
+    );
   }
   return { addressId, token: header ?? args.read_token };
 }
 
 function defineTool<Input extends z.ZodObject>(tool: RoostTool<Input>): RoostTool {
-  return tool as unknown as RoostTool;
+  return tool;
 }
 
 const createTool = defineTool({
@@ -84,12 +98,22 @@ const createTool = defineTool({
     'then read what arrives with poll_events (address_id = address.id, and the read token). endpoints.mcp_url is an MCP endpoint bound to this address.',
   input: createInput,
   output: createOutput,
-  annotations: { title: 'Create a return address', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  annotations: {
+    title: 'Create a return address',
+    readOnlyHint: false,
+    destructiveHint: false,
+    idempotentHint: false,
+    openWorldHint: false,
+  },
   async admit(context) {
     const bucket = await context.service.takeCreateToken(context.clientIp);
     if (!bucket.allowed) {
       const retryAfter = Math.max(1, Math.ceil(bucket.retryAfterMs / 1000));
-      throw new RoostError('rate_limited', 429, `Too many return addresses created from this client; retry in ${retryAfter} s.`);
+      throw new RoostError(
+        'rate_limited',
+        429,
+        `Too many return addresses created from this client; retry in ${retryAfter} s.`,
+      );
     }
   },
   async run(args, context) {
@@ -155,10 +179,18 @@ function ackTool(bound: boolean) {
       'acknowledged ones make room, and unacknowledged ones are never dropped, so acknowledge what you have handled.',
     input: ackInput(bound),
     output: ackOutput,
-    annotations: { title: 'Acknowledge events', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    annotations: {
+      title: 'Acknowledge events',
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
     async run(args, context) {
       if ((args.event_id === undefined) === (args.up_to_sequence === undefined)) {
-        throw invalidRequest('Give exactly one of event_id (one event) or up_to_sequence (every event up to that sequence).');
+        throw invalidRequest(
+          'Give exactly one of event_id (one event) or up_to_sequence (every event up to that sequence).',
+        );
       }
       const { addressId, token } = await resolveTarget(context, args);
       const result =
@@ -179,7 +211,13 @@ function deleteTool(bound: boolean) {
       'to its inbox URL or email address are refused. This cannot be undone.',
     input: deleteInput(bound),
     output: deleteOutput,
-    annotations: { title: 'Delete a return address', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    annotations: {
+      title: 'Delete a return address',
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
     async run(args, context) {
       const { addressId, token } = await resolveTarget(context, args);
       await context.service.deleteAddress(addressId, token);

@@ -20,7 +20,13 @@ export interface AuthenticationSummary {
   /** The domain SPF was evaluated for. */
   spf_domain: string | null;
   /** One entry per DKIM-Signature header. `aligned` = the signing domain matches From. */
-  dkim: Array<{ domain: string; selector: string | null; result: AuthResult; aligned: boolean; comment: string | null }>;
+  dkim: Array<{
+    domain: string;
+    selector: string | null;
+    result: AuthResult;
+    aligned: boolean;
+    comment: string | null;
+  }>;
   /** DMARC for the From domain; `none` when the domain publishes no policy. */
   dmarc: AuthResult;
   /** The domain of the From header that all of this is about. */
@@ -86,7 +92,12 @@ function timedOut(sender: string, ip: string): AuthenticationSummary {
   };
 }
 
-export function judge(spf: AuthResult, spfAligned: boolean, dkim: AuthenticationSummary['dkim'], dmarc: AuthResult): AuthenticationSummary['verdict'] {
+export function judge(
+  spf: AuthResult,
+  spfAligned: boolean,
+  dkim: AuthenticationSummary['dkim'],
+  dmarc: AuthResult,
+): AuthenticationSummary['verdict'] {
   if (dmarc === 'pass') return 'pass';
   if (dmarc === 'fail') return 'fail';
   // No DMARC verdict (no policy published, or the lookup failed): apply its alignment rule.
@@ -130,7 +141,10 @@ export class Authenticator {
     }
   }
 
-  private async run(mailauthAuthenticate: (typeof import('mailauth'))['authenticate'], input: AuthenticateInput): Promise<AuthenticationSummary> {
+  private async run(
+    mailauthAuthenticate: (typeof import('mailauth'))['authenticate'],
+    input: AuthenticateInput,
+  ): Promise<AuthenticationSummary> {
     const result = await mailauthAuthenticate(input.raw, {
       ip: input.ip,
       helo: input.helo,
@@ -140,8 +154,15 @@ export class Authenticator {
       disableArc: true,
       disableBimi: true,
     });
-    const fromDomain = (result.dkim as { headerFrom?: string[] } | undefined)?.headerFrom?.[0]?.split('@').pop()?.toLowerCase() ?? null;
-    const dkim = ((result.dkim?.results ?? []) as Array<{ signingDomain?: string; selector?: string; status?: { result?: string; comment?: string | false } }>)
+    const fromDomain =
+      (result.dkim as { headerFrom?: string[] } | undefined)?.headerFrom?.[0]?.split('@').pop()?.toLowerCase() ?? null;
+    const dkim = (
+      (result.dkim?.results ?? []) as Array<{
+        signingDomain?: string;
+        selector?: string;
+        status?: { result?: string; comment?: string | false };
+      }>
+    )
       // An unsigned message still yields one row, "none" with no domain: not a signature.
       .filter((row) => row.signingDomain)
       .map((row) => {
@@ -149,7 +170,13 @@ export class Authenticator {
         // mailauth says "neutral" when the body hash does not match; RFC 6376 §6.1.3 calls
         // that a failed signature — the body was changed after signing — and so do we.
         const result = comment === 'body hash did not verify' ? 'fail' : normalise(row.status?.result);
-        return { domain: (row.signingDomain ?? '').toLowerCase(), selector: row.selector ?? null, result, aligned: aligned(row.signingDomain, fromDomain), comment };
+        return {
+          domain: (row.signingDomain ?? '').toLowerCase(),
+          selector: row.selector ?? null,
+          result,
+          aligned: aligned(row.signingDomain, fromDomain),
+          comment,
+        };
       });
     const spfStatus = result.spf ? normalise((result.spf as { status?: { result?: string } }).status?.result) : 'none';
     const spfDomain = result.spf ? ((result.spf as { domain?: string }).domain ?? null) : null;

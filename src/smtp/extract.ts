@@ -32,11 +32,14 @@ const MAX_LINKS = 50;
 // keeps a hostile 10 MiB body from costing more than a normal one.
 const MAX_SCAN_CHARS = 200_000;
 
-const CODE_WORDS = /\b(code|codes|otp|passcode|pass code|pin|one[- ]time|verification|verify|confirm|confirmation|security|login|log-in|sign[- ]in|2fa|two[- ]factor|token|código|code de|Bestätigungscode|Code)\b/i;
+const CODE_WORDS =
+  /\b(code|codes|otp|passcode|pass code|pin|one[- ]time|verification|verify|confirm|confirmation|security|login|log-in|sign[- ]in|2fa|two[- ]factor|token|código|code de|Bestätigungscode|Code)\b/i;
 // Digits (optionally split in two by a space or dash, as in "123 456") or a short mixed
 // token with at least one digit and one capital letter ("K7Q-29X" is written as one).
-const CODE_CANDIDATE = /(?<![\w./:#@-])(\d{4,8}|\d{3}[- ]\d{3}|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{2,5}-?[A-Z0-9]{2,5})(?![\w/@]|\.\d|-\w)/g;
-const ACTION_WORDS = /(verif|confirm|activat|magic|sign[-_ ]?in|signin|log[-_ ]?in|login|auth|token|reset|password|validate|approve|accept|invite|otp|one[-_]?time)/i;
+const CODE_CANDIDATE =
+  /(?<![\w./:#@-])(\d{4,8}|\d{3}[- ]\d{3}|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{2,5}-?[A-Z0-9]{2,5})(?![\w/@]|\.\d|-\w)/g;
+const ACTION_WORDS =
+  /(verif|confirm|activat|magic|sign[-_ ]?in|signin|log[-_ ]?in|login|auth|token|reset|password|validate|approve|accept|invite|otp|one[-_]?time)/i;
 const UNSUBSCRIBE_WORDS = /(unsubscribe|opt[-_ ]?out|email[-_ ]?preferences|manage[-_ ]?subscription)/i;
 const URL_IN_TEXT = /\bhttps?:\/\/[^\s<>"'`]+/gi;
 // Each piece is bounded, and anchors are found piece by piece rather than with one
@@ -125,7 +128,11 @@ function findCodes(text: string): string[] {
 }
 
 export function extractHints(full: ExtractInput): Extracted {
-  const input = { ...full, text: full.text?.slice(0, MAX_SCAN_CHARS) ?? null, html: full.html?.slice(0, MAX_SCAN_CHARS) ?? null };
+  const input = {
+    ...full,
+    text: full.text?.slice(0, MAX_SCAN_CHARS) ?? null,
+    html: full.html?.slice(0, MAX_SCAN_CHARS) ?? null,
+  };
   const links = new Map<string, ExtractedLink>();
   const add = (rawUrl: string, text: string | null) => {
     const url = trimUrl(decodeEntities(rawUrl.trim()));
@@ -156,7 +163,8 @@ export function extractHints(full: ExtractInput): Extracted {
   for (const match of plain.matchAll(URL_IN_TEXT)) add(match[0], null);
   for (const match of (input.listUnsubscribe ?? '').matchAll(/<(https?:\/\/[^>]+)>/gi)) {
     const url = trimUrl(match[1]);
-    if (isWebUrl(url) && !links.has(url) && links.size < MAX_LINKS) links.set(url, { url, text: null, kind: 'unsubscribe' });
+    if (isWebUrl(url) && !links.has(url) && links.size < MAX_LINKS)
+      links.set(url, { url, text: null, kind: 'unsubscribe' });
   }
   // URLs are cut out before looking for codes: their digits are not codes.
   const codeText = `${input.subject ?? ''}\n${plain.replace(URL_IN_TEXT, ' ')}`;

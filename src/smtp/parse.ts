@@ -66,7 +66,7 @@ function addresses(field: AddressObject | AddressObject[] | undefined): EmailAdd
 
 function headerMap(lines: ParsedMail['headerLines']): Record<string, string | string[]> {
   // A null-prototype object: a header named "__proto__" must stay a header.
-  const headers: Record<string, string | string[]> = Object.create(null);
+  const headers = Object.create(null) as Record<string, string | string[]>;
   for (const { key, line } of lines ?? []) {
     const value = headerValue(line);
     const held = headers[key];
@@ -101,15 +101,27 @@ export async function parseEmail(raw: Buffer): Promise<ParsedEmail> {
     mail = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
   } catch (err) {
     const data: EmailData = {
-      message_id: null, from: null, to: [], cc: [], reply_to: [], subject: null, date: null,
-      text: raw.toString('utf8'), html: null, in_reply_to: null, references: [], headers: {}, attachments: [],
+      message_id: null,
+      from: null,
+      to: [],
+      cc: [],
+      reply_to: [],
+      subject: null,
+      date: null,
+      text: raw.toString('utf8'),
+      html: null,
+      in_reply_to: null,
+      references: [],
+      headers: {},
+      attachments: [],
       parse_error: err instanceof Error ? err.message : String(err),
     };
     return { data, dedupeKey: dedupeKeyFor(null, raw) };
   }
   const headers = headerMap(mail.headerLines);
   const messageId = mail.messageId?.trim() || null;
-  const references = mail.references === undefined ? [] : Array.isArray(mail.references) ? mail.references : [mail.references];
+  const references =
+    mail.references === undefined ? [] : Array.isArray(mail.references) ? mail.references : [mail.references];
   const data: EmailData = {
     message_id: messageId,
     from: addresses(mail.from)[0] ?? null,

@@ -48,7 +48,10 @@ function reply(code: number, message: string): Error & { responseCode: number } 
 
 const isTransient = (err: unknown) => !(err instanceof RoostError) || err.status >= 500;
 
-export async function startSmtpServer({ config, service, logger }: Deps, options: SmtpOptions = {}): Promise<RunningSmtp> {
+export async function startSmtpServer(
+  { config, service, logger }: Deps,
+  options: SmtpOptions = {},
+): Promise<RunningSmtp> {
   const log = logger.child({ component: 'smtp' });
   const authenticator = new Authenticator({ resolver: options.dnsResolver, timeoutMs: options.authTimeoutMs });
   const domain = config.mailDomain.toLowerCase();
@@ -64,7 +67,8 @@ export async function startSmtpServer({ config, service, logger }: Deps, options
     const record = await service.findAddressBySlug(local);
     // The mail domain, or the domain the address's email was issued with (it is fixed at
     // creation, and stays valid if the operator changes ROOST_MAIL_DOMAIN later).
-    if (!record || (host !== domain && host !== record.email.slice(record.email.lastIndexOf('@') + 1).toLowerCase())) return null;
+    if (!record || (host !== domain && host !== record.email.slice(record.email.lastIndexOf('@') + 1).toLowerCase()))
+      return null;
     return record;
   }
 
@@ -103,7 +107,13 @@ export async function startSmtpServer({ config, service, logger }: Deps, options
     const remoteIp = session.remoteAddress.replace(/^::ffff:/, '');
     const [parsed, authentication] = await Promise.all([
       parseEmail(raw),
-      authenticator.check({ raw, ip: remoteIp, helo: session.hostNameAppearsAs || session.clientHostname, sender: mailFrom, mta: domain }),
+      authenticator.check({
+        raw,
+        ip: remoteIp,
+        helo: session.hostNameAppearsAs || session.clientHostname,
+        sender: mailFrom,
+        mta: domain,
+      }),
     ]);
     const { headers } = parsed.data;
     const listUnsubscribe = headers['list-unsubscribe'];
@@ -131,13 +141,26 @@ export async function startSmtpServer({ config, service, logger }: Deps, options
             data,
             // CONTRACT §8: a retried transaction carries the same key and queues nothing new.
             dedupe_key: parsed.dedupeKey,
-            metadata: { envelope_from: mailFrom, envelope_to: recipient, remote_address: remoteIp, helo: session.hostNameAppearsAs || '' },
+            metadata: {
+              envelope_from: mailFrom,
+              envelope_to: recipient,
+              remote_address: remoteIp,
+              helo: session.hostNameAppearsAs || '',
+            },
           },
           undefined,
           'email',
         );
         delivered++;
-        log.info({ addressId: record.id, sequence: result.body.event.sequence, duplicate: result.body.duplicate, bytes: length }, 'email queued');
+        log.info(
+          {
+            addressId: record.id,
+            sequence: result.body.event.sequence,
+            duplicate: result.body.duplicate,
+            bytes: length,
+          },
+          'email queued',
+        );
       } catch (err) {
         if (err instanceof RoostError && err.code === 'address_not_found') continue;
         if (err instanceof RoostError && err.code === 'queue_full') {
@@ -147,10 +170,13 @@ export async function startSmtpServer({ config, service, logger }: Deps, options
           continue;
         }
         log.error({ err }, 'email delivery failed');
-        throw isTransient(err) ? reply(451, 'Temporary failure, try again later') : reply(554, `Refused: ${(err as Error).message}`);
+        throw isTransient(err)
+          ? reply(451, 'Temporary failure, try again later')
+          : reply(554, `Refused: ${(err as Error).message}`);
       }
     }
-    if (queueFull) throw reply(452, 'Mailbox full: the return address holds 1000 unacknowledged events; try again later');
+    if (queueFull)
+      throw reply(452, 'Mailbox full: the return address holds 1000 unacknowledged events; try again later');
     if (delivered === 0) throw reply(550, 'No such mailbox here');
     return `OK: queued for ${delivered} recipient${delivered === 1 ? '' : 's'}`;
   }
@@ -169,14 +195,19 @@ export async function startSmtpServer({ config, service, logger }: Deps, options
     maxRecipients: MAX_RECIPIENTS,
     logger: false,
     onRcptTo(address, _session, callback) {
-      onRcptTo(address).then(() => callback(), (err: Error) => callback(err));
+      onRcptTo(address).then(
+        () => callback(),
+        (err: Error) => callback(err),
+      );
     },
     onData(stream, session, callback) {
       const work = onData(stream, session).then(
         (message) => callback(null, message),
         (err: Error) => {
           if (!(err as { responseCode?: number }).responseCode) log.error({ err }, 'email handling failed');
-          callback((err as { responseCode?: number }).responseCode ? err : reply(451, 'Temporary failure, try again later'));
+          callback(
+            (err as { responseCode?: number }).responseCode ? err : reply(451, 'Temporary failure, try again later'),
+          );
         },
       );
       inFlight.add(work);

@@ -22,11 +22,25 @@ import { RoostError, invalidRequest, unavailable } from '../core/errors.js';
 import { takeFromBucket } from '../core/token-bucket.js';
 import { newEventId } from '../core/secrets.js';
 import { PG_MIGRATIONS } from './postgres-migrations.js';
-import { ADDRESS_COLUMNS, EVENT_COLUMNS, insertedEvent, toAddress, toEvent, type AddressRow, type EventRow } from './rows.js';
+import {
+  ADDRESS_COLUMNS,
+  EVENT_COLUMNS,
+  insertedEvent,
+  toAddress,
+  toEvent,
+  type AddressRow,
+  type EventRow,
+} from './rows.js';
 import {
   ANY_ADDRESS,
-  type AddressRecord, type AppendInput, type AppendResult, type EventPageRecord, type EventRecord, type PurgeResult,
-  type Storage, type TokenBucketResult,
+  type AddressRecord,
+  type AppendInput,
+  type AppendResult,
+  type EventPageRecord,
+  type EventRecord,
+  type PurgeResult,
+  type Storage,
+  type TokenBucketResult,
 } from './storage.js';
 
 /** The NOTIFY channel; its payload is an address id and nothing else. */
@@ -136,7 +150,8 @@ const SQL = {
     UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $3)
     WHERE id = $2 AND address_id = $1
     RETURNING ${EVENT_COLUMNS}`,
-  ackUpTo: 'UPDATE events SET acknowledged_at = $3 WHERE address_id = $1 AND sequence <= $2 AND acknowledged_at IS NULL',
+  ackUpTo:
+    'UPDATE events SET acknowledged_at = $3 WHERE address_id = $1 AND sequence <= $2 AND acknowledged_at IS NULL',
 
   tryPurgeLock: 'SELECT pg_try_advisory_lock($1, $2) AS locked',
   purgeUnlock: 'SELECT pg_advisory_unlock($1, $2)',
@@ -195,12 +210,24 @@ function statement(text: string, values?: unknown[]): pg.QueryConfig {
 const INT8_OID = 20;
 const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary' ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === INT8_OID && format !== 'binary'
+      ? (value: string) => Number(value)
+      : (pg.types.getTypeParser(oid, format) as unknown)) as typeof pg.types.getTypeParser,
 };
 
 // --- errors ---------------------------------------------------------------------------
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNABORTED',
+]);
 
 /**
  * Whether a failure is the database being away or overloaded rather than a bug: class 08
@@ -210,9 +237,15 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
  */
 function isUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && (NETWORK_CODES.has(code) || /^(08|53|57P0[1-3]|57014|58|40001|40P01|55P03)/.test(code))) return true;
+  if (
+    typeof code === 'string' &&
+    (NETWORK_CODES.has(code) || /^(08|53|57P0[1-3]|57014|58|40001|40P01|55P03)/.test(code))
+  )
+    return true;
   const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end/i.test(message);
+  return /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end/i.test(
+    message,
+  );
 }
 
 /** Serialization failure and deadlock: the transaction rolled back whole and can run again. */
@@ -224,10 +257,14 @@ const isUniqueViolation = (error: unknown, constraint: string) =>
 /** The RoostError a storage failure becomes at the edge (503, or 400 for NUL), else itself. */
 function storageError(error: unknown): unknown {
   if (error instanceof RoostError) return error;
-  if (isUnavailable(error)) return Object.assign(unavailable('The database is unavailable; retry shortly.'), { cause: error });
+  if (isUnavailable(error))
+    return Object.assign(unavailable('The database is unavailable; retry shortly.'), { cause: error });
   // PostgreSQL text cannot hold U+0000 (SQLite can); `data` and `metadata` are escaped
   // JSON and never hit this, but `type`, `source`, `name` or `task_id` may.
-  if ((error as { code?: unknown } | null)?.code === '22021' || (error as { code?: unknown } | null)?.code === '22P05') {
+  if (
+    (error as { code?: unknown } | null)?.code === '22021' ||
+    (error as { code?: unknown } | null)?.code === '22P05'
+  ) {
     return invalidRequest('A text field contains a NUL character (\\u0000), which cannot be stored; remove it.');
   }
   return error;
@@ -330,7 +367,9 @@ class WakeListener {
     if (client !== this.client || this.stopped) return;
     this.client = undefined;
     clearTimeout(this.heartbeatTimer);
-    this.logger?.warn('PostgreSQL LISTEN connection lost; reconnecting (long-polls held here fall back to their timeouts meanwhile)');
+    this.logger?.warn(
+      'PostgreSQL LISTEN connection lost; reconnecting (long-polls held here fall back to their timeouts meanwhile)',
+    );
     client.end().catch(() => {});
     this.scheduleReconnect();
   }
@@ -339,17 +378,20 @@ class WakeListener {
     if (this.stopped) return;
     const ceiling = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** this.attempt);
     this.attempt++;
-    this.timer = setTimeout(() => {
-      this.connect().then(
-        () => {
-          if (this.stopped) return;
-          this.logger?.info({ attempts: this.attempt }, 'PostgreSQL LISTEN connection restored');
-          this.attempt = 0;
-          this.onWake(ANY_ADDRESS);
-        },
-        () => this.scheduleReconnect(),
-      );
-    }, ceiling / 2 + Math.random() * (ceiling / 2));
+    this.timer = setTimeout(
+      () => {
+        this.connect().then(
+          () => {
+            if (this.stopped) return;
+            this.logger?.info({ attempts: this.attempt }, 'PostgreSQL LISTEN connection restored');
+            this.attempt = 0;
+            this.onWake(ANY_ADDRESS);
+          },
+          () => this.scheduleReconnect(),
+        );
+      },
+      ceiling / 2 + Math.random() * (ceiling / 2),
+    );
     this.timer.unref();
   }
 
@@ -381,7 +423,11 @@ export class PostgresStorage implements Storage {
    * Connects, migrates (safely when several instances start together) and starts listening.
    * `options.listenerHeartbeat` is for tests, which cannot wait 30 s.
    */
-  static async open(config: Config, logger?: Logger, options: { listenerHeartbeat?: ListenerHeartbeat } = {}): Promise<PostgresStorage> {
+  static async open(
+    config: Config,
+    logger?: Logger,
+    options: { listenerHeartbeat?: ListenerHeartbeat } = {},
+  ): Promise<PostgresStorage> {
     const storage = new PostgresStorage(config, logger, options.listenerHeartbeat);
     try {
       await storage.migrate();
@@ -389,13 +435,20 @@ export class PostgresStorage implements Storage {
     } catch (error) {
       await storage.close();
       // At start the operator needs the real cause, not the 503 a request would get.
-      const cause = (error as { cause?: unknown }).cause ?? error;
-      throw new Error(`Cannot open PostgreSQL at ${storage.description}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+      const reason = (error as { cause?: unknown }).cause ?? error;
+      throw new Error(
+        `Cannot open PostgreSQL at ${storage.description}: ${reason instanceof Error ? reason.message : String(reason)}`,
+        { cause: error },
+      );
     }
     return storage;
   }
 
-  private constructor(config: Config, private readonly logger?: Logger, listenerHeartbeat?: ListenerHeartbeat) {
+  private constructor(
+    config: Config,
+    private readonly logger?: Logger,
+    listenerHeartbeat?: ListenerHeartbeat,
+  ) {
     if (!config.databaseUrl) throw new Error('PostgresStorage needs DATABASE_URL');
     this.description = describe(config.databaseUrl);
     const connection: pg.ClientConfig = {
@@ -470,7 +523,10 @@ export class PostgresStorage implements Storage {
         db.release();
         return 'commit' in outcome ? outcome.commit : outcome.rollback;
       } catch (error) {
-        const broken = await db.query('ROLLBACK').then(() => false, () => true);
+        const broken = await db.query('ROLLBACK').then(
+          () => false,
+          () => true,
+        );
         db.release(broken ? (error instanceof Error ? error : true) : undefined);
         if (attempt < 3 && isRetryable(error)) continue;
         throw storageError(error);
@@ -500,8 +556,15 @@ export class PostgresStorage implements Storage {
   async insertAddress(address: AddressRecord): Promise<'ok' | 'slug_taken'> {
     try {
       await this.query(SQL.insertAddress, [
-        address.id, address.slug, address.name, address.taskId, address.email, address.createdAt, address.expiresAt,
-        address.readTokenDigest, address.ingressSecretDigest,
+        address.id,
+        address.slug,
+        address.name,
+        address.taskId,
+        address.email,
+        address.createdAt,
+        address.expiresAt,
+        address.readTokenDigest,
+        address.ingressSecretDigest,
       ]);
       return 'ok';
     } catch (error) {
@@ -532,8 +595,15 @@ export class PostgresStorage implements Storage {
     const eventId = newEventId(input.createdAt);
     try {
       const { rows } = await this.query<{ sequence: number }>(SQL.appendFast, [
-        eventId, input.addressId, input.type, input.source, input.dataJson, input.metadataJson, input.dedupeKey,
-        input.createdAt, capacity,
+        eventId,
+        input.addressId,
+        input.type,
+        input.source,
+        input.dataJson,
+        input.metadataJson,
+        input.dedupeKey,
+        input.createdAt,
+        capacity,
       ]);
       if (rows[0]) {
         this.announce(input.addressId);
@@ -557,8 +627,15 @@ export class PostgresStorage implements Storage {
     }
   }
 
-  private async appendTransaction(db: pg.PoolClient, input: AppendInput, eventId: string, capacity: number): Promise<Outcome<AppendResult>> {
-    const bumped = await db.query<{ last_sequence: number }>(statement(SQL.bumpSequence, [input.addressId, input.createdAt]));
+  private async appendTransaction(
+    db: pg.PoolClient,
+    input: AppendInput,
+    eventId: string,
+    capacity: number,
+  ): Promise<Outcome<AppendResult>> {
+    const bumped = await db.query<{ last_sequence: number }>(
+      statement(SQL.bumpSequence, [input.addressId, input.createdAt]),
+    );
     if (bumped.rows.length === 0) return { rollback: { status: 'address_not_found' } };
     const sequence = bumped.rows[0].last_sequence;
     if (input.dedupeKey !== null) {
@@ -569,17 +646,28 @@ export class PostgresStorage implements Storage {
     // An address holds at most as many events as sequences it has handed out, so while
     // those are below capacity there is nothing to count.
     if (sequence > capacity) {
-      const { rows } = await db.query<{ held: number; oldest_acknowledged: string | null }>(statement(SQL.occupancy, [input.addressId]));
+      const { rows } = await db.query<{ held: number; oldest_acknowledged: string | null }>(
+        statement(SQL.occupancy, [input.addressId]),
+      );
       if (rows[0].held >= capacity) {
         // CONTRACT §3: make room by dropping the oldest acknowledged event, never an unacknowledged one.
         if (rows[0].oldest_acknowledged === null) return { rollback: { status: 'queue_full' } };
         await db.query(statement(SQL.evict, [rows[0].oldest_acknowledged]));
       }
     }
-    await db.query(statement(SQL.insertEvent, [
-      eventId, input.addressId, sequence, input.type, input.source, input.dataJson, input.metadataJson,
-      input.dedupeKey, input.createdAt,
-    ]));
+    await db.query(
+      statement(SQL.insertEvent, [
+        eventId,
+        input.addressId,
+        sequence,
+        input.type,
+        input.source,
+        input.dataJson,
+        input.metadataJson,
+        input.dedupeKey,
+        input.createdAt,
+      ]),
+    );
     return { commit: { status: 'created', event: insertedEvent(input, eventId, sequence) } };
   }
 
@@ -600,7 +688,11 @@ export class PostgresStorage implements Storage {
     if (ids.length === 0 || this.closing) return;
     this.announcing = this.query(SQL.announce, [ids]).then(
       () => undefined,
-      (error) => this.logger?.warn({ err: error, addresses: ids.length }, 'could not announce new events to other instances; their polls answer at their timeout'),
+      (error) =>
+        this.logger?.warn(
+          { err: error, addresses: ids.length },
+          'could not announce new events to other instances; their polls answer at their timeout',
+        ),
     );
   }
 
@@ -666,8 +758,15 @@ export class PostgresStorage implements Storage {
 
   async takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult> {
     const result = await this.transaction(async (db) => {
-      const { rows } = await db.query<{ tokens: number; updated_at: number }>(statement(SQL.lockBucket, [key, limit, now]));
-      const { next, result } = takeFromBucket({ tokens: rows[0].tokens, updatedAt: rows[0].updated_at }, limit, periodMs, now);
+      const { rows } = await db.query<{ tokens: number; updated_at: number }>(
+        statement(SQL.lockBucket, [key, limit, now]),
+      );
+      const { next, result } = takeFromBucket(
+        { tokens: rows[0].tokens, updatedAt: rows[0].updated_at },
+        limit,
+        periodMs,
+        now,
+      );
       await db.query(statement(SQL.saveBucket, [key, next.tokens, next.updatedAt]));
       return { commit: result };
     });

@@ -3,19 +3,36 @@
 import type { AddressRecord, AppendInput, EventRecord } from './storage.js';
 
 export interface AddressRow {
-  id: string; slug: string; name: string; task_id: string | null; email: string;
-  created_at: number; expires_at: number | null; read_token_digest: string; ingress_secret_digest: string;
+  id: string;
+  slug: string;
+  name: string;
+  task_id: string | null;
+  email: string;
+  created_at: number;
+  expires_at: number | null;
+  read_token_digest: string;
+  ingress_secret_digest: string;
 }
 
 export interface EventRow {
-  id: string; address_id: string; sequence: number; type: string; source: string; data: string;
-  metadata: string | null; dedupe_key: string | null; created_at: number; acknowledged_at: number | null;
+  id: string;
+  address_id: string;
+  sequence: number;
+  type: string;
+  source: string;
+  data: string;
+  metadata: string | null;
+  dedupe_key: string | null;
+  created_at: number;
+  acknowledged_at: number | null;
 }
 
-export const EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
+export const EVENT_COLUMNS =
+  'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
 
 /** The columns of AddressRow, for queries that name them. */
-export const ADDRESS_COLUMNS = 'id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest';
+export const ADDRESS_COLUMNS =
+  'id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest';
 
 export const toAddress = (row: AddressRow): AddressRecord => ({
   id: row.id,

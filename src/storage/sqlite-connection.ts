@@ -18,11 +18,22 @@ export function openSqlite(path: string, synchronous: Synchronous): Database.Dat
 export function migrate(db: Database.Database): void {
   // Migration 4 places each event by the millisecond its id carries.
   db.function('roost_ms_of_id', { deterministic: true }, (id: unknown) => (typeof id === 'string' ? msOfId(id) : null));
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-  const applied = new Set(db.prepare<[], { version: number }>('SELECT version FROM schema_migrations').all().map((r) => r.version));
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  );
+  const applied = new Set(
+    db
+      .prepare<[], { version: number }>('SELECT version FROM schema_migrations')
+      .all()
+      .map((r) => r.version),
+  );
   const apply = db.transaction((m: (typeof SQLITE_MIGRATIONS)[number]) => {
     db.exec(m.sql);
-    db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+    db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+      m.version,
+      m.name,
+      Date.now(),
+    );
   });
   for (const migration of SQLITE_MIGRATIONS) if (!applied.has(migration.version)) apply.immediate(migration);
 }
@@ -43,7 +54,10 @@ export function lockForThisProcess(path: string): Database.Database {
   } catch (error) {
     lock.close();
     if ((error as { code?: string }).code === 'SQLITE_BUSY') {
-      throw new Error(`another Roost process is using ${path}: one process per SQLite file (run several instances on PostgreSQL)`);
+      throw new Error(
+        `another Roost process is using ${path}: one process per SQLite file (run several instances on PostgreSQL)`,
+        { cause: error },
+      );
     }
     throw error;
   }

@@ -49,7 +49,11 @@ const toWireError = (error: unknown): WireError => ({
 });
 
 const toWireOutcome = (outcome: AppendOutcome): WireOutcome =>
-  outcome.status === 'created' ? outcome.sequence : outcome.status === 'failed' ? { status: 'failed', error: toWireError(outcome.error) } : outcome;
+  outcome.status === 'created'
+    ? outcome.sequence
+    : outcome.status === 'failed'
+      ? { status: 'failed', error: toWireError(outcome.error) }
+      : outcome;
 
 const port = parentPort!;
 const options = workerData as WriterOptions;
@@ -84,7 +88,9 @@ function flush(): void {
     outcomes = writes.appendBatch(items);
   } catch (error) {
     // The COMMIT failed, or a failure ended the transaction: nothing in the batch is durable.
-    port.postMessage(requests.map((r): WriteReply => ({ id: r.id, ok: false, error: toWireError(error) })) satisfies WriterMessage);
+    port.postMessage(
+      requests.map((r): WriteReply => ({ id: r.id, ok: false, error: toWireError(error) })) satisfies WriterMessage,
+    );
     return;
   }
   // One message for the whole batch: a postMessage (and a wake-up of the event loop) per
@@ -120,8 +126,10 @@ port.on('message', (request: WriteRequest) => {
     return;
   }
   try {
-    const method = writes[request.method] as (...args: unknown[]) => unknown;
-    port.postMessage([{ id: request.id, ok: true, value: method.apply(writes, request.args) }] satisfies WriterMessage);
+    const value = (writes as unknown as Record<string, (...args: unknown[]) => unknown>)[request.method](
+      ...request.args,
+    );
+    port.postMessage([{ id: request.id, ok: true, value }] satisfies WriterMessage);
   } catch (error) {
     port.postMessage([{ id: request.id, ok: false, error: toWireError(error) }] satisfies WriterMessage);
   }

@@ -24,18 +24,41 @@ export type AppendOutcome =
  * about half the cost of an object.
  */
 export type AppendTuple = [
-  addressId: string, eventId: string, type: string, source: string, dataJson: string,
-  metadataJson: string | null, dedupeKey: string | null, createdAt: number, capacity: number,
+  addressId: string,
+  eventId: string,
+  type: string,
+  source: string,
+  dataJson: string,
+  metadataJson: string | null,
+  dedupeKey: string | null,
+  createdAt: number,
+  capacity: number,
 ];
 
 export const toAppendTuple = (input: AppendInput, eventId: string, capacity: number): AppendTuple => [
-  input.addressId, eventId, input.type, input.source, input.dataJson, input.metadataJson, input.dedupeKey, input.createdAt, capacity,
+  input.addressId,
+  eventId,
+  input.type,
+  input.source,
+  input.dataJson,
+  input.metadataJson,
+  input.dedupeKey,
+  input.createdAt,
+  capacity,
 ];
 
 /** An inserted row after its key (rowid): its address's key, then EVENT_COLUMNS in order (acknowledged_at is NULL). */
 type EventColumns = readonly [
-  addressKey: number, id: string, addressId: string, sequence: number, type: string, source: string,
-  dataJson: string, metadataJson: string | null, dedupeKey: string | null, createdAt: number,
+  addressKey: number,
+  id: string,
+  addressId: string,
+  sequence: number,
+  type: string,
+  source: string,
+  dataJson: string,
+  metadataJson: string | null,
+  dedupeKey: string | null,
+  createdAt: number,
 ];
 
 export interface CommitStats {
@@ -79,7 +102,9 @@ export class SqliteWrites {
    */
   private lastKey: number;
   /** An insert that writes more than its row (an eviction, an unplaced id), in a savepoint of the batch's transaction. */
-  private readonly insertWithMore: Database.Transaction<(evictKey: number | null, key: number | null, columns: EventColumns) => void>;
+  private readonly insertWithMore: Database.Transaction<
+    (evictKey: number | null, key: number | null, columns: EventColumns) => void
+  >;
 
   constructor(private readonly db: Database.Database) {
     this.sql = {
@@ -97,7 +122,9 @@ export class SqliteWrites {
                 (SELECT MAX(sequence) FROM events WHERE address_key = addresses.key) AS high
          FROM addresses WHERE id = @id`,
       ),
-      eventByKey: db.prepare<[number, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_key = ? AND dedupe_key = ?`),
+      eventByKey: db.prepare<[number, string], EventRow>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE address_key = ? AND dedupe_key = ?`,
+      ),
       countEvents: db.prepare<[number], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_key = ?'),
       oldestAcknowledged: db.prepare<[number], { key: number }>(
         'SELECT rowid AS key FROM events WHERE address_key = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT 1',
@@ -106,7 +133,9 @@ export class SqliteWrites {
       insertEvent: db.prepare(
         `INSERT INTO events (rowid, address_key, ${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
       ),
-      highestKeyIn: db.prepare<[number, number], { key: number | null }>('SELECT MAX(rowid) AS key FROM events WHERE rowid >= ? AND rowid < ?'),
+      highestKeyIn: db.prepare<[number, number], { key: number | null }>(
+        'SELECT MAX(rowid) AS key FROM events WHERE rowid >= ? AND rowid < ?',
+      ),
       recordUnplaced: db.prepare('INSERT OR REPLACE INTO unplaced_event_ids (event_key, id) VALUES (?, ?)'),
       // An event by id: among the keys of the millisecond its id carries...
       ackInRange: db.prepare<[number, number, number, string, string], EventRow>(
@@ -118,12 +147,20 @@ export class SqliteWrites {
         `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?)
          WHERE rowid = (SELECT event_key FROM unplaced_event_ids WHERE id = ?) AND id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
       ),
-      ackUpTo: db.prepare(`UPDATE events SET acknowledged_at = ? WHERE address_key = ${KEY_OF_ID} AND sequence <= ? AND acknowledged_at IS NULL`),
-      expired: db.prepare<[number], { id: string }>('SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 500'),
+      ackUpTo: db.prepare(
+        `UPDATE events SET acknowledged_at = ? WHERE address_key = ${KEY_OF_ID} AND sequence <= ? AND acknowledged_at IS NULL`,
+      ),
+      expired: db.prepare<[number], { id: string }>(
+        'SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 500',
+      ),
       // Past retention: a range of keys (sqlite-event-keys.ts), which holds the unplaced
       // events too (below LOW_KEYS): for those, created_at decides.
-      purgeOld: db.prepare('DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE rowid < ? AND created_at < ? LIMIT 5000)'),
-      bucket: db.prepare<[string], { tokens: number; updated_at: number }>('SELECT tokens, updated_at FROM rate_buckets WHERE key = ?'),
+      purgeOld: db.prepare(
+        'DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE rowid < ? AND created_at < ? LIMIT 5000)',
+      ),
+      bucket: db.prepare<[string], { tokens: number; updated_at: number }>(
+        'SELECT tokens, updated_at FROM rate_buckets WHERE key = ?',
+      ),
       saveBucket: db.prepare(
         `INSERT INTO rate_buckets (key, tokens, updated_at) VALUES (?, ?, ?)
          ON CONFLICT (key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at`,
@@ -147,7 +184,8 @@ export class SqliteWrites {
       this.sql.insertAddress.run(address);
       return 'ok';
     } catch (error) {
-      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' && /slug/.test(String(error))) return 'slug_taken';
+      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' && /slug/.test(String(error)))
+        return 'slug_taken';
       throw error;
     }
   }
@@ -169,9 +207,11 @@ export class SqliteWrites {
     const outcomes: AppendOutcome[] = [];
     const startedAt = performance.now();
     try {
-      this.db.transaction(() => {
-        for (const append of batch) outcomes.push(this.appendOrFail(append));
-      }).immediate();
+      this.db
+        .transaction(() => {
+          for (const append of batch) outcomes.push(this.appendOrFail(append));
+        })
+        .immediate();
     } catch (error) {
       this.queues.clear(); // nothing of the batch is in the file: forget what it changed
       throw error;
@@ -221,7 +261,18 @@ export class SqliteWrites {
       evictKey = oldest.key;
     }
     const key = this.keyFor(createdAt);
-    const columns = [state.key, eventId, addressId, sequence, type, source, dataJson, metadataJson, dedupeKey, createdAt] as const;
+    const columns = [
+      state.key,
+      eventId,
+      addressId,
+      sequence,
+      type,
+      source,
+      dataJson,
+      metadataJson,
+      dedupeKey,
+      createdAt,
+    ] as const;
     if (evictKey === null && key !== null) {
       // One statement: no savepoint needed (one costs ~0.8 µs of the writer's ~14 µs an append).
       this.sql.insertEvent.run(key, ...columns);
@@ -290,7 +341,7 @@ export class SqliteWrites {
       expiredAddressIds.push(...batch);
     }
     // In slices, so that a large purge never holds the writer for long.
-    for (let changes = -1; changes !== 0; ) {
+    for (let changes = -1; changes !== 0;) {
       changes = this.sql.purgeOld.run(retainAfter * KEYS_PER_MS, retainAfter).changes;
       eventsPurged += changes;
     }
@@ -300,7 +351,12 @@ export class SqliteWrites {
   takeToken(key: string, limit: number, periodMs: number, now: number): TokenBucketResult {
     return this.db.transaction(() => {
       const row = this.sql.bucket.get(key);
-      const { next, result } = takeFromBucket(row ? { tokens: row.tokens, updatedAt: row.updated_at } : null, limit, periodMs, now);
+      const { next, result } = takeFromBucket(
+        row ? { tokens: row.tokens, updatedAt: row.updated_at } : null,
+        limit,
+        periodMs,
+        now,
+      );
       this.sql.saveBucket.run(key, next.tokens, next.updatedAt);
       // A bucket untouched for a whole period is full again: its row can go.
       this.sql.forgetFullBuckets.run(now - periodMs);

@@ -13,10 +13,25 @@ import { newEventId } from '../core/secrets.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, insertedEvent, toAddress, type AddressRow } from './rows.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
 import { lockForThisProcess, migrate, openSqlite, type Synchronous } from './sqlite-connection.js';
-import type { CallableWrite, WireError, WireOutcome, WriteReply, WriteRequest, WriterMessage, WriterOptions } from './sqlite-writer.js';
+import type {
+  CallableWrite,
+  WireError,
+  WireOutcome,
+  WriteReply,
+  WriteRequest,
+  WriterMessage,
+  WriterOptions,
+} from './sqlite-writer.js';
 import { toAppendTuple, type AppendTuple, type CommitStats } from './sqlite-writes.js';
 import type {
-  AddressRecord, AppendInput, AppendResult, EventPageRecord, EventRecord, PurgeResult, Storage, TokenBucketResult,
+  AddressRecord,
+  AppendInput,
+  AppendResult,
+  EventPageRecord,
+  EventRecord,
+  PurgeResult,
+  Storage,
+  TokenBucketResult,
 } from './storage.js';
 
 /** A row of the page query in raw mode: the columns of EVENT_COLUMNS, in that order. */
@@ -65,10 +80,14 @@ function startWriter(options: WriterOptions): Worker {
   // `--import tsx` hooks to a worker's entry module, so the worker loads it through tsx's API.
   const entry = JSON.stringify(new URL('./sqlite-writer.ts', here).href);
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then((api) => api.tsImport(${entry}, ${entry}))`, { eval: true, workerData: options });
+  return new Worker(`import(${tsx}).then((api) => api.tsImport(${entry}, ${entry}))`, {
+    eval: true,
+    workerData: options,
+  });
 }
 
-const fromWire = (error: WireError): Error => Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code });
+const fromWire = (error: WireError): Error =>
+  Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code });
 
 export interface SqliteOptions {
   /** PRAGMA synchronous; FULL unless a benchmark asks otherwise. */
@@ -113,7 +132,8 @@ export class SqliteStorage implements Storage {
 
   constructor(path: string, options: SqliteOptions = {}) {
     // Two connections (this one and the writer's) share the file: an in-memory database cannot.
-    if (path === ':memory:' || path === '') throw new Error('the SQLite storage needs a file path (ROOST_DB), not an in-memory database');
+    if (path === ':memory:' || path === '')
+      throw new Error('the SQLite storage needs a file path (ROOST_DB), not an in-memory database');
     mkdirSync(dirname(path), { recursive: true });
     this.processLock = lockForThisProcess(path);
     let opened: Database.Database | undefined;
@@ -125,22 +145,30 @@ export class SqliteStorage implements Storage {
       migrate(this.db);
       const db = this.db;
       this.sql = {
-        addressById: db.prepare<{ id: string; now: number }, AddressRow>(`SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE id = @id AND ${LIVE}`),
-        addressBySlug: db.prepare<{ slug: string; now: number }, AddressRow>(`SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = @slug AND ${LIVE}`),
-        countEvents: db.prepare<[string], { n: number }>(`SELECT COUNT(*) AS n FROM events WHERE address_key = ${KEY_OF_ID}`),
+        addressById: db.prepare<{ id: string; now: number }, AddressRow>(
+          `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE id = @id AND ${LIVE}`,
+        ),
+        addressBySlug: db.prepare<{ slug: string; now: number }, AddressRow>(
+          `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = @slug AND ${LIVE}`,
+        ),
+        countEvents: db.prepare<[string], { n: number }>(
+          `SELECT COUNT(*) AS n FROM events WHERE address_key = ${KEY_OF_ID}`,
+        ),
         anyAcknowledged: db.prepare<[string], { one: number }>(
           `SELECT 1 AS one FROM events WHERE address_key = ${KEY_OF_ID} AND acknowledged_at IS NOT NULL LIMIT 1`,
         ),
         // Rows as arrays, in EVENT_COLUMNS order: a page is up to 101 rows, and an object
         // per row made better-sqlite3 ~35% slower on this query (see pageRowToEvent).
-        page: db.prepare<[string, number, number], EventTuple>(
-          `SELECT ${EVENT_COLUMNS} FROM events WHERE address_key = ${KEY_OF_ID} AND sequence > ? ORDER BY sequence LIMIT ?`,
-        ).raw(true),
+        page: db
+          .prepare<[string, number, number], EventTuple>(
+            `SELECT ${EVENT_COLUMNS} FROM events WHERE address_key = ${KEY_OF_ID} AND sequence > ? ORDER BY sequence LIMIT ?`,
+          )
+          .raw(true),
         ping: db.prepare('SELECT 1'),
       };
       this.writer = startWriter({ path, synchronous, groupCommit: this.groupCommit });
       this.writer.on('message', (replies: WriterMessage) => replies.forEach((reply) => this.settle(reply)));
-      this.writer.on('error', (error) => this.writerGone(error));
+      this.writer.on('error', (error: Error) => this.writerGone(error));
       this.writer.on('exit', (code) => this.writerGone(new Error(`the SQLite writer thread exited (code ${code})`)));
       this.logger = options.logger;
     } catch (error) {
@@ -161,7 +189,8 @@ export class SqliteStorage implements Storage {
   }
 
   private writerGone(error: Error): void {
-    if (!this.writerFailure && !this.closing) this.logger?.fatal({ err: error }, 'the SQLite writer thread stopped: writes fail until Roost is restarted');
+    if (!this.writerFailure && !this.closing)
+      this.logger?.fatal({ err: error }, 'the SQLite writer thread stopped: writes fail until Roost is restarted');
     this.writerFailure ??= error;
     for (const waiting of this.inFlight.values()) waiting.reject(this.writerFailure);
     this.inFlight.clear();
@@ -172,8 +201,8 @@ export class SqliteStorage implements Storage {
     if (this.writerFailure) return Promise.reject(this.writerFailure);
     const id = this.nextRequestId++;
     return new Promise<T>((resolve, reject) => {
-      this.inFlight.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      this.writer.postMessage({ ...request, id } as WriteRequest);
+      this.inFlight.set(id, { resolve: resolve, reject });
+      this.writer.postMessage({ ...request, id });
     });
   }
 
@@ -235,7 +264,8 @@ export class SqliteStorage implements Storage {
       (outcomes) =>
         batch.forEach((item, i) => {
           const outcome = outcomes[i];
-          if (typeof outcome === 'number') item.resolve({ status: 'created', event: insertedEvent(item.input, item.id, outcome) });
+          if (typeof outcome === 'number')
+            item.resolve({ status: 'created', event: insertedEvent(item.input, item.id, outcome) });
           else if (outcome.status === 'failed') item.reject(fromWire(outcome.error));
           else item.resolve(outcome);
         }),
@@ -249,7 +279,7 @@ export class SqliteStorage implements Storage {
   }
 
   async listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord> {
-    const rows = this.sql.page.all(addressId, after, limit + 1) as unknown as EventTuple[];
+    const rows = this.sql.page.all(addressId, after, limit + 1);
     const hasMore = rows.length > limit;
     return { events: (hasMore ? rows.slice(0, limit) : rows).map(pageRowToEvent), hasMore };
   }

@@ -21,8 +21,10 @@ export interface LoadOutcome {
 /** The whole queue of an address, page by page. */
 export async function readQueue(base: string, address: CreatedAddress): Promise<any[]> {
   const events: any[] = [];
-  for (let cursor = 0; ; ) {
-    const page = await request(base, 'GET', `/api/v1/addresses/${address.id}/events?after=${cursor}&limit=100`, { token: address.token });
+  for (let cursor = 0; ;) {
+    const page = await request(base, 'GET', `/api/v1/addresses/${address.id}/events?after=${cursor}&limit=100`, {
+      token: address.token,
+    });
     assert.equal(page.status, 200, page.text);
     events.push(...page.body.events);
     if (!page.body.has_more) return events;
@@ -37,7 +39,12 @@ export const rebase = (address: CreatedAddress, base: string): CreatedAddress =>
 });
 
 /** Runs `senders` concurrent senders over `addresses` and SIGKILLs `server` after `killAfter` 202s. */
-export async function loadUntilKilled(server: ServerProcess, addresses: CreatedAddress[], senders: number, killAfter: number): Promise<LoadOutcome> {
+export async function loadUntilKilled(
+  server: ServerProcess,
+  addresses: CreatedAddress[],
+  senders: number,
+  killAfter: number,
+): Promise<LoadOutcome> {
   const outcome: LoadOutcome = { accepted: new Map(), unanswered: [] };
   let reachedThreshold!: () => void;
   const threshold = new Promise<void>((resolve) => (reachedThreshold = resolve));
@@ -73,12 +80,20 @@ export async function loadUntilKilled(server: ServerProcess, addresses: CreatedA
  * queues each at most once; the next delivery takes max+1. Returns how many of the
  * unanswered deliveries had committed before the kill.
  */
-export async function verifyAfterRestart(base: string, addresses: CreatedAddress[], { accepted, unanswered }: LoadOutcome): Promise<number> {
+export async function verifyAfterRestart(
+  base: string,
+  addresses: CreatedAddress[],
+  { accepted, unanswered }: LoadOutcome,
+): Promise<number> {
   const queues = new Map<string, any[]>();
   for (const address of addresses) {
     const events = await readQueue(base, address);
     queues.set(address.id, events);
-    assert.deepEqual(events.map((e) => e.sequence), events.map((_, i) => i + 1), `sequences of ${address.id} are gapless`);
+    assert.deepEqual(
+      events.map((e) => e.sequence),
+      events.map((_, i) => i + 1),
+      `sequences of ${address.id} are gapless`,
+    );
   }
   const stored = new Map<string, any>();
   for (const events of queues.values()) for (const e of events) stored.set(e.dedupe_key, e);
@@ -91,7 +106,11 @@ export async function verifyAfterRestart(base: string, addresses: CreatedAddress
   }
   const unansweredKeys = new Set(unanswered.map((u) => u.key));
   for (const key of stored.keys()) assert.ok(accepted.has(key) || unansweredKeys.has(key), `unexpected ${key}`);
-  assert.equal(stored.size, [...queues.values()].reduce((n, q) => n + q.length, 0), 'no key stored twice');
+  assert.equal(
+    stored.size,
+    [...queues.values()].reduce((n, q) => n + q.length, 0),
+    'no key stored twice',
+  );
 
   // A sender that never heard back retries with its key: 200 with the stored event if the
   // kill came after the commit, 202 with the next sequence if before — once either way.

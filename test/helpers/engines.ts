@@ -2,7 +2,14 @@
 // and database. An engine that cannot run here is skipped with its reason in the title
 // line (never silently); in CI PostgreSQL is never skipped (see ./postgres.ts).
 import { after, before, describe } from 'node:test';
-import { ENGINES, engineSkipReason, startTestServer, type Engine, type TestServer, type TestServerOptions } from './server.js';
+import {
+  ENGINES,
+  engineSkipReason,
+  startTestServer,
+  type Engine,
+  type TestServer,
+  type TestServerOptions,
+} from './server.js';
 
 export async function forEachEngine(
   title: string,
@@ -25,7 +32,11 @@ export async function forEachEngine(
 }
 
 /** Polls `check` until it returns true (for effects that complete after a response). */
-export async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 5000,
+): Promise<void> {
   const start = Date.now();
   while (!(await check())) {
     if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for: ${what}`);

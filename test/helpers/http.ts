@@ -15,7 +15,12 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
-export async function request<T = any>(base: string, method: string, path: string, options: RequestOptions = {}): Promise<WireResponse<T>> {
+export async function request<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<WireResponse<T>> {
   const headers: Record<string, string> = { ...options.headers };
   let body: string | Buffer | undefined;
   if (options.rawBody !== undefined) body = options.rawBody;
@@ -24,9 +29,14 @@ export async function request<T = any>(base: string, method: string, path: strin
     headers['content-type'] ??= 'application/json';
   }
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
-  const response = await fetch(path.startsWith('http') ? path : `${base}${path}`, { method, headers, body, signal: options.signal });
+  const response = await fetch(path.startsWith('http') ? path : `${base}${path}`, {
+    method,
+    headers,
+    body,
+    signal: options.signal,
+  });
   const text = await response.text();
-  let parsed: any = undefined;
+  let parsed: any;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {
@@ -44,7 +54,11 @@ export interface CreatedAddress {
   response: any;
 }
 
-export async function createAddress(base: string, body: unknown = {}, headers: Record<string, string> = {}): Promise<CreatedAddress> {
+export async function createAddress(
+  base: string,
+  body: unknown = {},
+  headers: Record<string, string> = {},
+): Promise<CreatedAddress> {
   const res = await request(base, 'POST', '/api/v1/addresses', { body, headers });
   if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
   return {
@@ -62,5 +76,7 @@ export function deliver(inbox: string, body: unknown, headers: Record<string, st
 }
 
 export function listEvents(base: string, address: CreatedAddress, query = '') {
-  return request(base, 'GET', `/api/v1/addresses/${address.id}/events${query ? `?${query}` : ''}`, { token: address.token });
+  return request(base, 'GET', `/api/v1/addresses/${address.id}/events${query ? `?${query}` : ''}`, {
+    token: address.token,
+  });
 }

@@ -36,7 +36,9 @@ export function postgresSkipReason(): Promise<string | undefined> {
   probe ??= withClient(ADMIN_URL, (client) => client.query('SELECT 1')).then(
     () => undefined,
     (error: Error) =>
-      process.env.CI === 'true' ? undefined : `no PostgreSQL server reachable at ${where()} (${error.message}); set ROOST_TEST_DATABASE_URL`,
+      process.env.CI === 'true'
+        ? undefined
+        : `no PostgreSQL server reachable at ${where()} (${error.message}); set ROOST_TEST_DATABASE_URL`,
   );
   return probe;
 }
@@ -60,7 +62,10 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     name,
     drop: () =>
       (dropped ??= withClient(ADMIN_URL, async (client) => {
-        await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+        await client.query(
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+          [name],
+        );
         await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       })),
   };

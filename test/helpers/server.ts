@@ -13,7 +13,10 @@ import { createTestDatabase, postgresSkipReason } from './postgres.js';
 
 export type Engine = 'sqlite' | 'postgres';
 
-export const ENGINES: Engine[] = ((process.env.ROOST_TEST_ENGINES ?? 'sqlite,postgres').split(',').map((s) => s.trim()).filter(Boolean) as Engine[]);
+export const ENGINES: Engine[] = (process.env.ROOST_TEST_ENGINES ?? 'sqlite,postgres')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean) as Engine[];
 
 /** Why tests of this engine cannot run here, or undefined when they can. */
 export async function engineSkipReason(engine: Engine): Promise<string | undefined> {
@@ -60,7 +63,7 @@ export async function startTestServer(engine: Engine = 'sqlite', options: TestSe
   } else {
     const db = await createTestDatabase();
     databaseUrl = db.url;
-    cleanup = db.drop;
+    cleanup = () => db.drop();
   }
   const config = loadConfig({
     PORT: '0',

@@ -66,7 +66,9 @@ export class SmtpDialogue {
   async data(message: string | Buffer): Promise<SmtpReply> {
     const go = await this.command('DATA');
     if (go.code !== 354) return go;
-    const text = (Buffer.isBuffer(message) ? message.toString('latin1') : Buffer.from(message, 'utf8').toString('latin1'))
+    const text = (
+      Buffer.isBuffer(message) ? message.toString('latin1') : Buffer.from(message, 'utf8').toString('latin1')
+    )
       .replace(/\r?\n/g, '\r\n')
       .replace(/^\./gm, '..');
     this.socket.write(Buffer.from(`${text}${text.endsWith('\r\n') ? '' : '\r\n'}.\r\n`, 'latin1'));
@@ -94,5 +96,7 @@ export class SmtpDialogue {
 
 /** A minimal RFC 5322 message; CRLF line ends. */
 export function message(headers: Record<string, string>, body: string): string {
-  return `${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${body}`;
+  return `${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\r\n')}\r\n\r\n${body}`;
 }

@@ -2,7 +2,12 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
-import { AddressResponseSchema, CreateAddressResponseSchema, CreateAddressSchema, type CreateAddress } from '../../schemas.js';
+import {
+  AddressResponseSchema,
+  CreateAddressResponseSchema,
+  CreateAddressSchema,
+  type CreateAddress,
+} from '../../schemas.js';
 import { decodeJsonBody } from '../body.js';
 import { bearerSecurity, errorResponses, requestToken } from './common.js';
 
@@ -28,9 +33,14 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
       reply.header('RateLimit-Reset', Math.ceil(bucket.resetMs / 1000));
       if (!bucket.allowed) {
         const retryAfter = Math.max(1, Math.ceil(bucket.retryAfterMs / 1000));
-        throw new RoostError('rate_limited', 429, `Too many return addresses created from this client; retry in ${retryAfter} s.`, {
-          'Retry-After': String(retryAfter),
-        });
+        throw new RoostError(
+          'rate_limited',
+          429,
+          `Too many return addresses created from this client; retry in ${retryAfter} s.`,
+          {
+            'Retry-After': String(retryAfter),
+          },
+        );
       }
     },
     preValidation: async (request) => {

@@ -12,34 +12,44 @@ const QUERY_INTEGERS = ['after', 'limit', 'wait'] as const;
 export async function eventRoutes(app: FastifyInstance): Promise<void> {
   const { service } = app.roost;
 
-  app.get<{ Params: { addressId: string }; Querystring: Required<ListEventsQuery> }>('/api/v1/addresses/:addressId/events', {
-    schema: {
-      summary: 'Read the queue by cursor, optionally long-polling',
-      description:
-        'Events with sequence > after, ascending. With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass. Acknowledged events stay in pages.',
-      security: bearerSecurity,
-      params: AddressParamsSchema,
-      querystring: ListEventsQuerySchema,
-      response: { 200: EventPageSchema, ...errorResponses(400, 401, 404) },
-    },
-    // CONTRACT §4: decimal digits only — no sign, fraction, exponent, blank or repeat —
-    // checked on the raw text, before the validator coerces it to a number.
-    preValidation: async (request) => {
-      const query = request.query as Record<string, unknown>;
-      for (const name of QUERY_INTEGERS) {
-        const value = query[name];
-        if (value !== undefined && (typeof value !== 'string' || !/^\d{1,16}$/.test(value))) {
-          throw invalidRequest(`Invalid query parameter "${name}": it must be a non-negative whole number written in decimal digits.`);
+  app.get<{ Params: { addressId: string }; Querystring: Required<ListEventsQuery> }>(
+    '/api/v1/addresses/:addressId/events',
+    {
+      schema: {
+        summary: 'Read the queue by cursor, optionally long-polling',
+        description:
+          'Events with sequence > after, ascending. With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass. Acknowledged events stay in pages.',
+        security: bearerSecurity,
+        params: AddressParamsSchema,
+        querystring: ListEventsQuerySchema,
+        response: { 200: EventPageSchema, ...errorResponses(400, 401, 404) },
+      },
+      // CONTRACT §4: decimal digits only — no sign, fraction, exponent, blank or repeat —
+      // checked on the raw text, before the validator coerces it to a number.
+      preValidation: async (request) => {
+        const query = request.query as Record<string, unknown>;
+        for (const name of QUERY_INTEGERS) {
+          const value = query[name];
+          if (value !== undefined && (typeof value !== 'string' || !/^\d{1,16}$/.test(value))) {
+            throw invalidRequest(
+              `Invalid query parameter "${name}": it must be a non-negative whole number written in decimal digits.`,
+            );
+          }
         }
-      }
+      },
+      handler: async (request, reply) => {
+        const { after, limit, wait } = request.query;
+        const page = await service.listEvents(
+          request.params.addressId,
+          requestToken(request),
+          { after, limit, wait },
+          clientGone(reply),
+        );
+        // Written here rather than by the schema's serialiser: stored data goes out as stored.
+        return reply.type('application/json; charset=utf-8').send(pageJson(page));
+      },
     },
-    handler: async (request, reply) => {
-      const { after, limit, wait } = request.query;
-      const page = await service.listEvents(request.params.addressId, requestToken(request), { after, limit, wait }, clientGone(reply));
-      // Written here rather than by the schema's serialiser: stored data goes out as stored.
-      return reply.type('application/json; charset=utf-8').send(pageJson(page));
-    },
-  });
+  );
 
   app.post<{ Params: { addressId: string; eventId: string } }>('/api/v1/addresses/:addressId/events/:eventId/ack', {
     schema: {

@@ -22,7 +22,11 @@ const InboxQuerySchema = Type.Object({
     }),
   ),
   type: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 200, description: `With raw=1: the event type (default ${RAW_EVENT_TYPE}).` }),
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: `With raw=1: the event type (default ${RAW_EVENT_TYPE}).`,
+    }),
   ),
 });
 
@@ -32,64 +36,76 @@ const undecodable = new WeakMap<FastifyRequest, RoostError>();
 export async function inboxRoutes(app: FastifyInstance): Promise<void> {
   const { service } = app.roost;
 
-  app.post<{ Params: { addressId: string; secret: string }; Querystring: RawQuery; Body: DeliveryInput }>('/api/v1/inbox/:addressId/:secret', {
-    schema: {
-      summary: 'Deliver an event (the secret in the path is the only credential)',
-      description:
-        'Body: CreateEvent. 202 when queued (durable before the answer), 200 with duplicate=true for a repeated Idempotency-Key or dedupe_key. ' +
-        `With ?raw=1 the body may be anything (JSON, a form, text, bytes): it is stored as sent in an event of type ${RAW_EVENT_TYPE} ` +
-        '(or ?type=), with the request headers minus Authorization, Cookie and hop-by-hop ones.',
-      params: Type.Object({
-        addressId: Type.String({ description: 'The address id (addr_…).' }),
-        secret: Type.String({ description: 'The ingress secret (roost_ingress_…) from inbox_url.' }),
-      }),
-      querystring: InboxQuerySchema,
-      headers: Type.Object({
-        'idempotency-key': Type.Optional(Type.String({ description: 'Deduplicates retried deliveries within this return address (1–255 visible ASCII characters).' })),
-      }),
-      body: CreateEventSchema,
-      response: {
-        200: EventDeliveryResponseSchema,
-        202: EventDeliveryResponseSchema,
-        ...errorResponses(400, 404, 413, 415, 429),
+  app.post<{ Params: { addressId: string; secret: string }; Querystring: RawQuery; Body: DeliveryInput }>(
+    '/api/v1/inbox/:addressId/:secret',
+    {
+      schema: {
+        summary: 'Deliver an event (the secret in the path is the only credential)',
+        description:
+          'Body: CreateEvent. 202 when queued (durable before the answer), 200 with duplicate=true for a repeated Idempotency-Key or dedupe_key. ' +
+          `With ?raw=1 the body may be anything (JSON, a form, text, bytes): it is stored as sent in an event of type ${RAW_EVENT_TYPE} ` +
+          '(or ?type=), with the request headers minus Authorization, Cookie and hop-by-hop ones.',
+        params: Type.Object({
+          addressId: Type.String({ description: 'The address id (addr_…).' }),
+          secret: Type.String({ description: 'The ingress secret (roost_ingress_…) from inbox_url.' }),
+        }),
+        querystring: InboxQuerySchema,
+        headers: Type.Object({
+          'idempotency-key': Type.Optional(
+            Type.String({
+              description:
+                'Deduplicates retried deliveries within this return address (1–255 visible ASCII characters).',
+            }),
+          ),
+        }),
+        body: CreateEventSchema,
+        response: {
+          200: EventDeliveryResponseSchema,
+          202: EventDeliveryResponseSchema,
+          ...errorResponses(400, 404, 413, 415, 429),
+        },
+      },
+      // The inbox is checked before the body's content, so that a wrong URL answers 404
+      // whatever is sent; validation errors are therefore attached, not thrown.
+      attachValidation: true,
+      // A callback hook (not async): one promise fewer on the hottest route.
+      preValidation: (request, _reply, done) => {
+        // Raw capture keeps the bytes as they came (CONTRACT §3.1): no JSON decoding.
+        if (wantsRaw(request.query)) return done();
+        try {
+          request.body = decodeJsonBody(request, { optional: false }) as DeliveryInput;
+        } catch (error) {
+          // Like validation errors, undecodable bodies (400, 415) wait for the inbox check.
+          if (!(error instanceof RoostError)) return done(error as Error);
+          undecodable.set(request, error);
+          request.body = {};
+        }
+        done();
+      },
+      handler: async (request, reply) => {
+        const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
+        const decodeError = undecodable.get(request);
+        if (decodeError) throw decodeError;
+        const header = request.headers['idempotency-key'];
+        const key = typeof header === 'string' ? header : undefined;
+        const rawType = rawCaptureType(request.query);
+        let input: DeliveryInput;
+        if (rawType !== undefined) {
+          input = captureRequest(request.headers, rawBody(request), rawType);
+        } else {
+          if (request.validationError) {
+            const error = request.validationError as Error & { validation?: []; validationContext?: string };
+            throw new RoostError(
+              'invalid_request',
+              400,
+              validationMessage(error.validation ?? [], error.validationContext),
+            );
+          }
+          input = request.body;
+        }
+        const result = await service.deliver(address, input, key, 'http');
+        return reply.code(result.status).send(result.body);
       },
     },
-    // The inbox is checked before the body's content, so that a wrong URL answers 404
-    // whatever is sent; validation errors are therefore attached, not thrown.
-    attachValidation: true,
-    // A callback hook (not async): one promise fewer on the hottest route.
-    preValidation: (request, _reply, done) => {
-      // Raw capture keeps the bytes as they came (CONTRACT §3.1): no JSON decoding.
-      if (wantsRaw(request.query)) return done();
-      try {
-        request.body = decodeJsonBody(request, { optional: false }) as DeliveryInput;
-      } catch (error) {
-        // Like validation errors, undecodable bodies (400, 415) wait for the inbox check.
-        if (!(error instanceof RoostError)) return done(error as Error);
-        undecodable.set(request, error);
-        request.body = {};
-      }
-      done();
-    },
-    handler: async (request, reply) => {
-      const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
-      const decodeError = undecodable.get(request);
-      if (decodeError) throw decodeError;
-      const header = request.headers['idempotency-key'];
-      const key = typeof header === 'string' ? header : undefined;
-      const rawType = rawCaptureType(request.query);
-      let input: DeliveryInput;
-      if (rawType !== undefined) {
-        input = captureRequest(request.headers, rawBody(request), rawType);
-      } else {
-        if (request.validationError) {
-          const error = request.validationError as Error & { validation?: []; validationContext?: string };
-          throw new RoostError('invalid_request', 400, validationMessage(error.validation ?? [], error.validationContext));
-        }
-        input = request.body;
-      }
-      const result = await service.deliver(address, input, key, 'http');
-      return reply.code(result.status).send(result.body);
-    },
-  });
+  );
 }

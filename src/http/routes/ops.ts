@@ -11,7 +11,9 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
       await storage.ping();
       return { status: 'ready', storage: storage.engine };
     } catch {
-      return reply.code(503).send({ error: { code: 'unavailable', message: `Storage (${storage.engine}) is not reachable.` } });
+      return reply
+        .code(503)
+        .send({ error: { code: 'unavailable', message: `Storage (${storage.engine}) is not reachable.` } });
     }
   });
 

@@ -22,12 +22,19 @@ const DIGITS = /^\d{1,16}$/;
 
 const StreamQuerySchema = Type.Object({
   after: Type.Optional(
-    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Start after this sequence (the Last-Event-ID header wins).' }),
+    Type.Integer({
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      default: 0,
+      description: 'Start after this sequence (the Last-Event-ID header wins).',
+    }),
   ),
 });
 
 const StreamHeadersSchema = Type.Object({
-  'last-event-id': Type.Optional(Type.String({ description: 'The id of the last message received; a reconnect resumes after it.' })),
+  'last-event-id': Type.Optional(
+    Type.String({ description: 'The id of the last message received; a reconnect resumes after it.' }),
+  ),
 });
 
 /** One open stream: serialised reads from the cursor on, framed as SSE messages. */
@@ -129,12 +136,16 @@ class SseStream {
   private armExpiry(): void {
     const remaining = this.handle.expiresInMs();
     if (remaining === null || this.ended) return;
-    this.expiry = setTimeout(() => {
-      this.expiry = undefined;
-      const left = this.handle.expiresInMs();
-      if (left !== null && left > 0) this.armExpiry(); // capped timer, or fired early
-      else this.pump(); // the read finds the address gone
-    }, Math.min(Math.max(remaining, 0), MAX_TIMER_MS));
+    this.expiry = setTimeout(
+      () => {
+        this.expiry = undefined;
+        const left = this.handle.expiresInMs();
+        if (left !== null && left > 0)
+          this.armExpiry(); // capped timer, or fired early
+        else this.pump(); // the read finds the address gone
+      },
+      Math.min(Math.max(remaining, 0), MAX_TIMER_MS),
+    );
   }
 
   end(): void {
@@ -153,52 +164,64 @@ class SseStream {
 export async function streamRoutes(app: FastifyInstance): Promise<void> {
   const { service } = app.roost;
 
-  app.get<{ Params: { addressId: string }; Querystring: { after: number } }>('/api/v1/addresses/:addressId/events/stream', {
-    schema: {
-      summary: 'Follow the queue as Server-Sent Events',
-      description:
-        'Every event past `after` (or the Last-Event-ID header, which wins) is sent first, then each new one as it is committed. ' +
-        'Each message is `id: {sequence}` and `data: {Event as JSON}`; a comment line comes at least every 15 s. ' +
-        'When the address is deleted or expires the server sends `event: gone` and closes. A reconnect with Last-Event-ID misses nothing and repeats nothing.',
-      security: bearerSecurity,
-      params: AddressParamsSchema,
-      querystring: StreamQuerySchema,
-      headers: StreamHeadersSchema,
-      response: {
-        200: {
-          description: 'A stream of events (text/event-stream).',
-          content: { 'text/event-stream': { schema: Type.String() } },
+  app.get<{ Params: { addressId: string }; Querystring: { after: number } }>(
+    '/api/v1/addresses/:addressId/events/stream',
+    {
+      schema: {
+        summary: 'Follow the queue as Server-Sent Events',
+        description:
+          'Every event past `after` (or the Last-Event-ID header, which wins) is sent first, then each new one as it is committed. ' +
+          'Each message is `id: {sequence}` and `data: {Event as JSON}`; a comment line comes at least every 15 s. ' +
+          'When the address is deleted or expires the server sends `event: gone` and closes. A reconnect with Last-Event-ID misses nothing and repeats nothing.',
+        security: bearerSecurity,
+        params: AddressParamsSchema,
+        querystring: StreamQuerySchema,
+        headers: StreamHeadersSchema,
+        response: {
+          200: {
+            description: 'A stream of events (text/event-stream).',
+            content: { 'text/event-stream': { schema: Type.String() } },
+          },
+          ...errorResponses(400, 401, 404),
         },
-        ...errorResponses(400, 401, 404),
+      },
+      // Digits only, as on the events URL (CONTRACT §4), checked before coercion.
+      preValidation: async (request) => {
+        const after = (request.query as Record<string, unknown>).after;
+        if (after !== undefined && (typeof after !== 'string' || !DIGITS.test(after))) {
+          throw invalidRequest(
+            'Invalid query parameter "after": it must be a non-negative whole number written in decimal digits.',
+          );
+        }
+        const lastEventId = request.headers['last-event-id'];
+        if (
+          lastEventId !== undefined &&
+          lastEventId !== '' &&
+          (typeof lastEventId !== 'string' || !DIGITS.test(lastEventId) || !Number.isSafeInteger(Number(lastEventId)))
+        ) {
+          throw invalidRequest(
+            'Invalid Last-Event-ID header: it must be the id (a sequence number) of a message of this stream.',
+          );
+        }
+      },
+      handler: async (request, reply) => {
+        const lastEventId = request.headers['last-event-id'];
+        const cursor =
+          typeof lastEventId === 'string' && lastEventId !== '' ? Number(lastEventId) : request.query.after;
+        const left = clientGone(reply);
+        // Wake-ups before the stream exists are covered by its first read (subscribed first).
+        let onChange = () => {};
+        const handle = await service.openStream(request.params.addressId, requestToken(request), () => onChange());
+        reply.hijack();
+        if (left.aborted) {
+          handle.close();
+          reply.raw.destroy();
+          return;
+        }
+        const stream = new SseStream(reply.raw, handle, cursor, request.log);
+        onChange = () => stream.pump();
+        stream.start();
       },
     },
-    // Digits only, as on the events URL (CONTRACT §4), checked before coercion.
-    preValidation: async (request) => {
-      const after = (request.query as Record<string, unknown>).after;
-      if (after !== undefined && (typeof after !== 'string' || !DIGITS.test(after))) {
-        throw invalidRequest('Invalid query parameter "after": it must be a non-negative whole number written in decimal digits.');
-      }
-      const lastEventId = request.headers['last-event-id'];
-      if (lastEventId !== undefined && lastEventId !== '' && (typeof lastEventId !== 'string' || !DIGITS.test(lastEventId) || !Number.isSafeInteger(Number(lastEventId)))) {
-        throw invalidRequest('Invalid Last-Event-ID header: it must be the id (a sequence number) of a message of this stream.');
-      }
-    },
-    handler: async (request, reply) => {
-      const lastEventId = request.headers['last-event-id'];
-      const cursor = typeof lastEventId === 'string' && lastEventId !== '' ? Number(lastEventId) : request.query.after;
-      const left = clientGone(reply);
-      // Wake-ups before the stream exists are covered by its first read (subscribed first).
-      let onChange = () => {};
-      const handle = await service.openStream(request.params.addressId, requestToken(request), () => onChange());
-      reply.hijack();
-      if (left.aborted) {
-        handle.close();
-        reply.raw.destroy();
-        return;
-      }
-      const stream = new SseStream(reply.raw, handle, cursor, request.log);
-      onChange = () => stream.pump();
-      stream.start();
-    },
-  });
+  );
 }
