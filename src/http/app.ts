@@ -145,6 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       info: {
         title: 'Roost',
         version: '0.1.0',
+        license: { name: 'MIT', identifier: 'MIT' },
         description:
           'Return addresses for software agents: an email address, a secret inbox URL and a durable, ordered, long-pollable event queue read with a bearer token.',
       },

@@ -4,10 +4,11 @@
 // Protocol-level failures here are JSON-RPC errors, never the REST error shape and never
 // a 5xx for a client's mistake (CONTRACT §6, last paragraph).
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { RoostError } from '../core/errors.js';
 import { isJsonMediaType, mediaType, rawBody } from '../http/body.js';
 import { AddressParamsSchema } from '../http/routes/addresses.js';
-import { clientGone } from '../http/routes/common.js';
+import { clientGone, optionalBearerSecurity } from '../http/routes/common.js';
 
 /** JSON-RPC 2.0's own error codes, and the SDK's "server error" for transport-level refusals. */
 const ErrorCode = { ParseError: -32700, InvalidRequest: -32600, InternalError: -32603 } as const;
@@ -126,10 +127,43 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
   const description =
     'Streamable HTTP MCP endpoint (stateless; POST JSON-RPC with "Accept: application/json, text/event-stream"). ' +
     'Credentials: "Authorization: Bearer roost_read_…" or the tools\' read_token argument. See /llms.txt.';
-  app.post('/mcp', { schema: { summary: 'MCP: create return addresses and use any of them', description } }, handle);
+  const jsonRpc = (what: string) => ({
+    description: what,
+    content: {
+      'application/json': { schema: Type.Object({ jsonrpc: Type.Literal('2.0') }, { additionalProperties: true }) },
+    },
+  });
+  const common = {
+    description,
+    security: optionalBearerSecurity,
+    response: {
+      200: {
+        description: 'A JSON-RPC response, as JSON or as a one-message event stream (the Accept header decides).',
+        content: {
+          'application/json': { schema: Type.Object({ jsonrpc: Type.Literal('2.0') }, { additionalProperties: true }) },
+          'text/event-stream': { schema: Type.String() },
+        },
+      },
+      202: { description: 'A notification or response accepted (no body).', type: 'null' },
+      400: jsonRpc('A malformed JSON-RPC message (JSON-RPC error).'),
+      406: jsonRpc('The Accept header allows neither application/json nor text/event-stream (JSON-RPC error).'),
+    },
+  };
+  app.post(
+    '/mcp',
+    { schema: { operationId: 'mcp', summary: 'MCP: create return addresses and use any of them', ...common } },
+    handle,
+  );
   app.post(
     '/mcp/:addressId',
-    { schema: { summary: 'MCP bound to one return address (mcp_url)', description, params: AddressParamsSchema } },
+    {
+      schema: {
+        operationId: 'mcpForAddress',
+        summary: 'MCP bound to one return address (mcp_url)',
+        params: AddressParamsSchema,
+        ...common,
+      },
+    },
     handle,
   );
   for (const url of ['/mcp', '/mcp/:addressId']) {

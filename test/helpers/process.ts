@@ -1,5 +1,6 @@
-// Runs Roost as a child process (`roost serve` from source through tsx), for tests that
-// kill it (crash tests) or run several instances at once. Resolves once the start-up log
+// Runs Roost as a child process (`roost serve` from source through tsx, or the built
+// dist/cli.js as `npm start` does), for tests that kill it (crash tests), stop it, or run
+// several instances at once. Resolves once the start-up log
 // line names the HTTP URL.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -18,8 +19,13 @@ export interface ServerProcess {
   stop(): Promise<number | null>;
 }
 
-export async function spawnServer(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+export async function spawnServer(
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  options: { built?: boolean } = {},
+): Promise<ServerProcess> {
+  const args = options.built ? ['dist/cli.js', 'serve'] : ['--import', 'tsx', 'src/cli.ts', 'serve'];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', PORT: '0', ROOST_SMTP_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

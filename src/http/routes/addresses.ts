@@ -9,7 +9,7 @@ import {
   type CreateAddress,
 } from '../../schemas.js';
 import { decodeJsonBody } from '../body.js';
-import { bearerSecurity, errorResponses, requestToken } from './common.js';
+import { bearerSecurity, errorResponses, noSecurity, requestToken } from './common.js';
 
 export const AddressParamsSchema = Type.Object({
   addressId: Type.String({ description: 'The address id (addr_…).' }),
@@ -20,7 +20,9 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<{ Body: CreateAddress }>('/api/v1/addresses', {
     schema: {
+      operationId: 'createAddress',
       summary: 'Create a return address (no authentication)',
+      security: noSecurity,
       description: 'The body is optional. The read token in the response is shown once: store the whole response.',
       body: CreateAddressSchema,
       response: { 201: CreateAddressResponseSchema, ...errorResponses(400, 413, 415, 429) },
@@ -58,6 +60,7 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<{ Params: { addressId: string } }>('/api/v1/addresses/:addressId', {
     schema: {
+      operationId: 'getAddress',
       summary: 'Get a return address',
       security: bearerSecurity,
       params: AddressParamsSchema,
@@ -68,6 +71,7 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
 
   app.delete<{ Params: { addressId: string } }>('/api/v1/addresses/:addressId', {
     schema: {
+      operationId: 'deleteAddress',
       summary: 'Delete a return address and its events',
       description: 'The read token and the inbox URL stop working at once.',
       security: bearerSecurity,

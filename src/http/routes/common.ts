@@ -10,6 +10,10 @@ export function errorResponses(...statuses: number[]): Record<number, typeof Err
 }
 
 export const bearerSecurity = [{ bearer: [] as string[] }];
+/** An operation anyone may call: no credential, or (inbox) a secret in the path. */
+export const noSecurity: Array<Record<string, string[]>> = [];
+/** The bearer token is optional: MCP tools may carry it as an argument instead. */
+export const optionalBearerSecurity: Array<Record<string, string[]>> = [{ bearer: [] }, {}];
 
 export const requestToken = (request: FastifyRequest) => bearerToken(request.headers.authorization);
 

@@ -16,6 +16,7 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
     '/api/v1/addresses/:addressId/events',
     {
       schema: {
+        operationId: 'listEvents',
         summary: 'Read the queue by cursor, optionally long-polling',
         description:
           'Events with sequence > after, ascending. With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass. Acknowledged events stay in pages.',
@@ -53,6 +54,7 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
 
   app.post<{ Params: { addressId: string; eventId: string } }>('/api/v1/addresses/:addressId/events/:eventId/ack', {
     schema: {
+      operationId: 'ackEvent',
       summary: 'Acknowledge an event',
       description: 'Sets acknowledged_at. Acknowledging again returns the event with its first acknowledged_at.',
       security: bearerSecurity,

@@ -8,7 +8,7 @@ import { CreateEventSchema, EventDeliveryResponseSchema } from '../../schemas.js
 import { validationMessage } from '../errors.js';
 import { decodeJsonBody, rawBody } from '../body.js';
 import { RAW_EVENT_TYPE, captureRequest, rawCaptureType, wantsRaw, type RawQuery } from '../raw-capture.js';
-import { errorResponses } from './common.js';
+import { errorResponses, noSecurity } from './common.js';
 
 // Raw values are checked in the handler, after the inbox (so a wrong URL answers 404
 // whatever is sent); the schema only documents them.
@@ -40,7 +40,9 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
     '/api/v1/inbox/:addressId/:secret',
     {
       schema: {
+        operationId: 'deliverEvent',
         summary: 'Deliver an event (the secret in the path is the only credential)',
+        security: noSecurity,
         description:
           'Body: CreateEvent. 202 when queued (durable before the answer), 200 with duplicate=true for a repeated Idempotency-Key or dedupe_key. ' +
           `With ?raw=1 the body may be anything (JSON, a form, text, bytes): it is stored as sent in an event of type ${RAW_EVENT_TYPE} ` +

@@ -168,6 +168,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
     '/api/v1/addresses/:addressId/events/stream',
     {
       schema: {
+        operationId: 'streamEvents',
         summary: 'Follow the queue as Server-Sent Events',
         description:
           'Every event past `after` (or the Last-Event-ID header, which wins) is sent first, then each new one as it is committed. ' +
