@@ -98,13 +98,10 @@ export const UpdateAddressSchema = Type.Object(
       Type.Union([Type.String({ maxLength: 200 }), Type.Null()], { description: 'null removes it.' }),
     ),
     expires_in_seconds: Type.Optional(
-      Type.Union(
-        [Type.Integer({ minimum: TTL_MIN_SECONDS, maximum: TTL_MAX_SECONDS }), Type.Null()],
-        {
-          description:
-            'New lifetime counted from now; null removes the lifetime where the service allows addresses without one.',
-        },
-      ),
+      Type.Union([Type.Integer({ minimum: TTL_MIN_SECONDS, maximum: TTL_MAX_SECONDS }), Type.Null()], {
+        description:
+          'New lifetime counted from now; null removes the lifetime where the service allows addresses without one.',
+      }),
     ),
   },
   { title: 'UpdateAddress', additionalProperties: false, minProperties: 1 },

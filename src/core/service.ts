@@ -256,7 +256,9 @@ export class RoostService {
   private checkLifetimeCap(seconds: number): void {
     const cap = this.config.maxTtlSeconds;
     if (cap !== undefined && seconds > cap) {
-      throw invalidRequest(`expires_in_seconds must be at most ${cap} on this service (its lifetime cap); got ${seconds}.`);
+      throw invalidRequest(
+        `expires_in_seconds must be at most ${cap} on this service (its lifetime cap); got ${seconds}.`,
+      );
     }
   }
 
@@ -368,7 +370,11 @@ export class RoostService {
     return { credentials: { read_token: readToken, note: CREDENTIALS_NOTE } };
   }
 
-  async rotateInboxSecret(addressId: string, token: string | undefined, graceSeconds = 0): Promise<InboxSecretResponse> {
+  async rotateInboxSecret(
+    addressId: string,
+    token: string | undefined,
+    graceSeconds = 0,
+  ): Promise<InboxSecretResponse> {
     await this.authenticate(addressId, token, 'rotate credentials');
     const secret = newIngressSecret();
     const now = this.now();
@@ -423,7 +429,11 @@ export class RoostService {
     this.waiters.wake(addressId);
   }
 
-  async updateAddress(addressId: string, token: string | undefined, input: UpdateAddress): Promise<{ address: Address }> {
+  async updateAddress(
+    addressId: string,
+    token: string | undefined,
+    input: UpdateAddress,
+  ): Promise<{ address: Address }> {
     await this.authenticate(addressId, token, 'change it');
     const now = this.now();
     const changes: AddressChanges = {};

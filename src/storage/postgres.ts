@@ -660,7 +660,11 @@ export class PostgresStorage implements Storage {
     return rows[0] ? toAddress(rows[0]) : null;
   }
 
-  async insertViewToken(token: ViewTokenRecord, max: number, now: number): Promise<'ok' | 'limit' | 'address_not_found'> {
+  async insertViewToken(
+    token: ViewTokenRecord,
+    max: number,
+    now: number,
+  ): Promise<'ok' | 'limit' | 'address_not_found'> {
     return this.transaction(async (db) => {
       if ((await db.query(SQL.lockLiveAddress, [token.addressId, now])).rowCount === 0)
         return { commit: 'address_not_found' as const };

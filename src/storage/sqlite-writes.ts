@@ -137,7 +137,9 @@ export class SqliteWrites {
       forgetExpiredViewTokens: db.prepare(
         'DELETE FROM view_tokens WHERE address_id = ? AND expires_at IS NOT NULL AND expires_at <= ?',
       ),
-      countViewTokens: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM view_tokens WHERE address_id = ?'),
+      countViewTokens: db.prepare<[string], { n: number }>(
+        'SELECT COUNT(*) AS n FROM view_tokens WHERE address_id = ?',
+      ),
       insertViewToken: db.prepare(
         `INSERT INTO view_tokens (id, address_id, token_digest, label, created_at, expires_at)
          VALUES (@id, @addressId, @tokenDigest, @label, @createdAt, @expiresAt)`,

@@ -275,7 +275,10 @@ export class SqliteStorage implements Storage {
   }
 
   replaceIngressSecret(id: string, digest: string, previousUntil: number | null, now: number) {
-    return this.forgetAround(id, this.call<AddressRecord | null>('replaceIngressSecret', id, digest, previousUntil, now));
+    return this.forgetAround(
+      id,
+      this.call<AddressRecord | null>('replaceIngressSecret', id, digest, previousUntil, now),
+    );
   }
 
   async insertViewToken(token: ViewTokenRecord, max: number, now: number) {

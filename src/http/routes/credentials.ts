@@ -91,25 +91,22 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
     handler: async (request) => service.listViewTokens(request.params.addressId, requestToken(request)),
   });
 
-  app.delete<{ Params: { addressId: string; tokenId: string } }>(
-    '/api/v1/addresses/:addressId/view-tokens/:tokenId',
-    {
-      schema: {
-        operationId: 'revokeViewToken',
-        summary: 'Revoke a view token',
-        description: 'It stops at once; polls and streams it holds open end (401, `event: revoked`).',
-        security: bearerSecurity,
-        params: Type.Object({
-          addressId: Type.String({ description: 'The address id (addr_…).' }),
-          tokenId: Type.String({ description: 'The view token id (vt_…).' }),
-        }),
-        response: { 204: Type.Null({ description: 'Revoked.' }), ...errorResponses(401, 403, 404) },
-      },
-      handler: async (request, reply) => {
-        const { addressId, tokenId } = request.params;
-        await service.revokeViewToken(addressId, requestToken(request), tokenId);
-        return reply.code(204).send();
-      },
+  app.delete<{ Params: { addressId: string; tokenId: string } }>('/api/v1/addresses/:addressId/view-tokens/:tokenId', {
+    schema: {
+      operationId: 'revokeViewToken',
+      summary: 'Revoke a view token',
+      description: 'It stops at once; polls and streams it holds open end (401, `event: revoked`).',
+      security: bearerSecurity,
+      params: Type.Object({
+        addressId: Type.String({ description: 'The address id (addr_…).' }),
+        tokenId: Type.String({ description: 'The view token id (vt_…).' }),
+      }),
+      response: { 204: Type.Null({ description: 'Revoked.' }), ...errorResponses(401, 403, 404) },
     },
-  );
+    handler: async (request, reply) => {
+      const { addressId, tokenId } = request.params;
+      await service.revokeViewToken(addressId, requestToken(request), tokenId);
+      return reply.code(204).send();
+    },
+  });
 }
