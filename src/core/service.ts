@@ -435,6 +435,8 @@ export class RoostService {
     input: UpdateAddress,
   ): Promise<{ address: Address }> {
     await this.authenticate(addressId, token, 'change it');
+    if (input.name === undefined && input.task_id === undefined && input.expires_in_seconds === undefined)
+      throw invalidRequest('Give at least one of name, task_id and expires_in_seconds.');
     const now = this.now();
     const changes: AddressChanges = {};
     if (input.name !== undefined) changes.name = input.name;
