@@ -670,7 +670,7 @@ export class PostgresStorage implements Storage {
         return { commit: 'address_not_found' as const };
       await db.query(SQL.forgetExpiredViewTokens, [token.addressId, now]);
       const { rows } = await db.query<{ n: number }>(SQL.countViewTokens, [token.addressId]);
-      if (rows[0]!.n >= max) return { commit: 'limit' as const };
+      if (rows[0].n >= max) return { commit: 'limit' as const };
       await db.query(SQL.insertViewToken, [
         token.id,
         token.addressId,
