@@ -158,7 +158,9 @@ export function revokeViewTokenInput(bound: boolean) {
 
 export function updateInput(bound: boolean) {
   // minProperties counts address_id and read_token here: the service checks for a change instead.
-  return fromTypeBox({ ...UpdateAddressSchema, minProperties: undefined }).extend(addressArguments(bound)).strict();
+  return fromTypeBox({ ...UpdateAddressSchema, minProperties: undefined })
+    .extend(addressArguments(bound))
+    .strict();
 }
 
 export const readTokenOutput = fromTypeBox(ReadTokenResponseSchema);
