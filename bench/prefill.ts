@@ -36,6 +36,8 @@ export async function prefill(path: string, addresses: number, events: number, s
       expiresAt: null,
       readTokenDigest: digestSecret(token),
       ingressSecretDigest: digestSecret(secret),
+      previousIngressDigest: null,
+      previousIngressUntil: null,
     });
     ids.push(id);
     if (i % every === 0 && sample.length < sampleSize) {

@@ -48,6 +48,8 @@ try {
         expiresAt: null,
         readTokenDigest: 'r'.repeat(64),
         ingressSecretDigest: 'i'.repeat(64),
+        previousIngressDigest: null,
+        previousIngressUntil: null,
       });
       return id;
     }),

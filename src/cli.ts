@@ -4,7 +4,7 @@
 // JSON only (one object a line when piped); progress and summaries go to stderr, and only
 // when stderr is a terminal. Exit status: 0 done, 1 failed (one line on stderr), 2 bad usage.
 import { readFileSync } from 'node:fs';
-import { chmod, open, readFile, unlink } from 'node:fs/promises';
+import { chmod, open, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError, ENV_VARS, loadConfig } from './config.js';
 import { RoostClient } from './client/client.js';
@@ -13,6 +13,7 @@ import { readCursorFile, writeCursorFile } from './client/cursor-file.js';
 import { RoostError, RoostNetworkError } from './client/errors.js';
 import { forwardEvents } from './client/forwarder.js';
 import { retryTransient } from './client/retry.js';
+import type { UpdateAddress } from './credential-schemas.js';
 import type { CreateAddress, CreateEvent, Event } from './schemas.js';
 
 const DEFAULT_URL = 'http://localhost:3000';
@@ -150,6 +151,76 @@ async function addressClient(flags: ServiceFlags): Promise<RoostClient> {
   throw new UsageError(
     'no credentials: pass --credentials FILE (a creation response saved with `roost create --save FILE`), or set ROOST_CREDENTIALS, or ROOST_ADDRESS_ID and ROOST_READ_TOKEN',
   );
+}
+
+/** The saved creation response in use, when it is a file (--credentials, or $ROOST_CREDENTIALS as a path). */
+function credentialsFile(flags: ServiceFlags): string | undefined {
+  if (flags.credentials) return flags.credentials;
+  const value = process.env.ROOST_CREDENTIALS?.trim();
+  return value && !value.startsWith('{') ? value : undefined;
+}
+
+/**
+ * Writes a rotated credential into the saved creation response, atomically and 0600, so that
+ * the next command finds it.
+ */
+async function updateSavedCredentials(
+  flags: ServiceFlags,
+  change: (saved: { credentials?: { read_token?: string }; endpoints?: { inbox_url?: string } }) => void,
+): Promise<void> {
+  const path = credentialsFile(flags);
+  if (!path) {
+    note('The credentials in use are not a file: store the new value above wherever they are kept.');
+    return;
+  }
+  const saved = JSON.parse(await readCredentialsFile(path)) as Parameters<typeof change>[0];
+  change(saved);
+  const temporary = `${path}.${process.pid}.tmp`;
+  await writeFile(temporary, `${JSON.stringify(saved, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  await rename(temporary, path);
+  note(`Saved in ${path}.`);
+}
+
+async function rotateReadToken(flags: ServiceFlags) {
+  const client = await addressClient(flags);
+  const credentials = await client.rotateReadToken();
+  printJson({ credentials });
+  await updateSavedCredentials(flags, (saved) => {
+    saved.credentials = { ...saved.credentials, read_token: credentials.read_token };
+  });
+  note('The old read token no longer works.');
+}
+
+async function rotateInboxSecret(flags: ServiceFlags & { grace?: number }) {
+  const client = await addressClient(flags);
+  const inboxUrl = await client.rotateInboxSecret({ graceSeconds: flags.grace });
+  printJson({ endpoints: { inbox_url: inboxUrl } });
+  await updateSavedCredentials(flags, (saved) => {
+    saved.endpoints = { ...saved.endpoints, inbox_url: inboxUrl };
+  });
+  note(
+    flags.grace
+      ? `Give the new inbox URL to the sender; the old one works for ${flags.grace} s more.`
+      : 'Give the new inbox URL to the sender; the old one no longer works.',
+  );
+}
+
+async function update(
+  flags: ServiceFlags & { name?: string; taskId?: string; clearTaskId?: boolean; expiresIn?: number; expiry?: boolean },
+) {
+  const changes: UpdateAddress = {};
+  if (flags.name !== undefined) changes.name = flags.name;
+  if (flags.taskId !== undefined && flags.clearTaskId)
+    throw new UsageError('give --task-id or --clear-task-id, not both');
+  if (flags.taskId !== undefined) changes.task_id = flags.taskId;
+  if (flags.clearTaskId) changes.task_id = null;
+  if (flags.expiresIn !== undefined && flags.expiry === false)
+    throw new UsageError('give --expires-in or --no-expiry, not both');
+  if (flags.expiresIn !== undefined) changes.expires_in_seconds = flags.expiresIn;
+  if (flags.expiry === false) changes.expires_in_seconds = null;
+  if (Object.keys(changes).length === 0)
+    throw new UsageError('nothing to change: give --name, --task-id, --clear-task-id, --expires-in or --no-expiry');
+  printJson({ address: await (await addressClient(flags)).updateAddress(changes) });
 }
 
 /** Aborts on SIGINT/SIGTERM, so that a held poll or a retry sleep ends at once. */
@@ -478,6 +549,55 @@ function buildProgram(): Command {
     .action(async (eventId: string, flags: ServiceFlags) =>
       printJson({ event: await (await addressClient(flags)).ack(eventId) }),
     );
+
+  withCredentials(program.command('update'))
+    .description('change the name, task id or lifetime of the address and print it')
+    .option('--name <name>', 'human-readable purpose (at most 100 characters)')
+    .option('--task-id <id>', 'your task identifier (at most 200 characters)')
+    .option('--clear-task-id', 'remove the task identifier')
+    .option('--expires-in <seconds>', 'new lifetime from now, 60–31536000 seconds', wholeNumber(60, 31_536_000))
+    .option('--no-expiry', 'remove the lifetime (where the service allows addresses without one)')
+    .action(update);
+
+  const rotate = program
+    .command('rotate')
+    .description('replace a credential of the address; a saved credentials file is updated in place');
+  withCredentials(rotate.command('read-token'))
+    .description('replace the read token (the old one stops at once) and print the new one')
+    .action(rotateReadToken);
+  withCredentials(rotate.command('inbox-secret'))
+    .description('replace the inbox URL and print the new one')
+    .option('--grace <seconds>', 'keep the old inbox URL working this long, 0–86400', wholeNumber(0, 86_400))
+    .action(rotateInboxSecret);
+
+  const viewToken = program.command('view-token').description('read-only tokens to share: create, list, revoke');
+  withCredentials(viewToken.command('create'))
+    .description('create a view token and print it (shown once): it reads, and cannot ack, delete or change anything')
+    .option('--label <label>', 'whom or what it is for (at most 100 characters)')
+    .option(
+      '--expires-in <seconds>',
+      'lifetime, 60–31536000 seconds (default: as long as the address)',
+      wholeNumber(60, 31_536_000),
+    )
+    .action(async (flags: ServiceFlags & { label?: string; expiresIn?: number }) =>
+      printJson({
+        view_token: await (
+          await addressClient(flags)
+        ).createViewToken({ label: flags.label, expires_in_seconds: flags.expiresIn }),
+      }),
+    );
+  withCredentials(viewToken.command('list'))
+    .description('list the view tokens (never the tokens themselves)')
+    .action(async (flags: ServiceFlags) =>
+      printJson({ view_tokens: await (await addressClient(flags)).listViewTokens() }),
+    );
+  withCredentials(viewToken.command('revoke'))
+    .description('revoke a view token: it stops at once')
+    .argument('<token-id>', 'the view token id (vt_…)')
+    .action(async (tokenId: string, flags: ServiceFlags) => {
+      await (await addressClient(flags)).revokeViewToken(tokenId);
+      note(`Revoked ${tokenId}`);
+    });
 
   program
     .command('send')

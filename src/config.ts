@@ -37,6 +37,8 @@ export interface Config {
   maxEmailBytes: number;
   defaultTtlSeconds?: number;
   maxTtlSeconds?: number;
+  /** Live view tokens one address may hold at once. */
+  maxViewTokens: number;
   logLevel: string;
   /** How often expired addresses and old events are purged (CONTRACT §2: within a minute). */
   sweepIntervalMs: number;
@@ -66,6 +68,7 @@ export const ENV_VARS = [
   'ROOST_MAX_EMAIL_BYTES',
   'ROOST_DEFAULT_TTL_SECONDS',
   'ROOST_MAX_TTL_SECONDS',
+  'ROOST_MAX_VIEW_TOKENS',
   'LOG_LEVEL',
   'ROOST_SWEEP_INTERVAL_MS',
 ] as const;
@@ -170,6 +173,7 @@ export function loadConfig(env: Env = {}): Config {
     maxEmailBytes: parseSize(env, 'ROOST_MAX_EMAIL_BYTES', 10 * 1024 * 1024),
     defaultTtlSeconds,
     maxTtlSeconds,
+    maxViewTokens: integer(env, 'ROOST_MAX_VIEW_TOKENS', 20, 1, 1000),
     logLevel,
     sweepIntervalMs: integer(env, 'ROOST_SWEEP_INTERVAL_MS', 30_000, 50, 3_600_000),
     shutdownGraceMs: 10_000,

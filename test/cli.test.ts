@@ -291,6 +291,66 @@ describe('roost CLI', () => {
     );
   });
 
+  test('rotate, view-token and update: a saved credentials file follows the rotation', async () => {
+    const { created, inbox } = await createSaved('rotating.json');
+    const path = join(dir, 'rotating.json');
+    const creds = ['--credentials', 'rotating.json'];
+
+    const rotated = await run(['rotate', 'read-token', ...creds]);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const token = (JSON.parse(rotated.stdout) as { credentials: { read_token: string } }).credentials.read_token;
+    assert.match(token, /^roost_read_/);
+    assert.notEqual(token, created.credentials.read_token);
+    const saved = JSON.parse(readFileSync(path, 'utf8')) as CreateAddressResponse;
+    assert.equal(saved.credentials.read_token, token, 'the file holds the new token');
+    assert.equal(saved.address.id, created.address.id, 'and everything else it held');
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    assert.equal((await run(['get', ...creds])).code, 0, 'the next command reads the new token');
+    const old = await run(['get'], {
+      ROOST_ADDRESS_ID: created.address.id,
+      ROOST_READ_TOKEN: created.credentials.read_token,
+    });
+    assert.equal(old.code, 1);
+    assert.match(old.stderr, /unauthorized/);
+
+    const inboxRotated = await run(['rotate', 'inbox-secret', '--grace', '60', ...creds]);
+    assert.equal(inboxRotated.code, 0, inboxRotated.stderr);
+    const newInbox = (JSON.parse(inboxRotated.stdout) as { endpoints: { inbox_url: string } }).endpoints.inbox_url;
+    assert.equal((JSON.parse(readFileSync(path, 'utf8')) as CreateAddressResponse).endpoints.inbox_url, newInbox);
+    assert.equal((await run(['send', inbox, '--type', 'old.in.grace'])).code, 0);
+
+    const made = await run(['view-token', 'create', '--label', 'for a person', ...creds]);
+    assert.equal(made.code, 0, made.stderr);
+    const view = (JSON.parse(made.stdout) as { view_token: { id: string; token: string } }).view_token;
+    assert.match(view.token, /^roost_view_/);
+    const listed = await run(['view-token', 'list', ...creds]);
+    assert.deepEqual(
+      (JSON.parse(listed.stdout) as { view_tokens: { id: string }[] }).view_tokens.map((t) => t.id),
+      [view.id],
+    );
+    assert.ok(!listed.stdout.includes(view.token));
+    const viewer = { ROOST_ADDRESS_ID: created.address.id, ROOST_READ_TOKEN: view.token };
+    assert.equal((await run(['events'], viewer)).code, 0, 'a view token reads');
+    const refused = await run(['delete'], viewer);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /forbidden/);
+    assert.equal((await run(['view-token', 'revoke', view.id, ...creds])).code, 0);
+    assert.equal((await run(['events'], viewer)).code, 1, 'revoked at once');
+
+    const updated = await run(['update', '--name', 'renamed', '--expires-in', '600', ...creds]);
+    assert.equal(updated.code, 0, updated.stderr);
+    const address = (JSON.parse(updated.stdout) as { address: { name: string; expiresAt?: string } }).address;
+    assert.equal(address.name, 'renamed');
+    assert.ok(address.expiresAt);
+    for (const args of [
+      ['update', ...creds],
+      ['update', '--task-id', 'x', '--clear-task-id', ...creds],
+    ]) {
+      const bad = await run(args);
+      assert.equal(bad.code, 2, bad.stderr);
+    }
+  });
+
   test('wrong credentials fail with exit 1 and one clear line', async () => {
     const { created } = await createSaved('wrong.json');
     const result = await run(['get'], { ROOST_ADDRESS_ID: created.address.id, ROOST_READ_TOKEN: 'roost_read_wrong' });

@@ -73,6 +73,35 @@ describe('RoostClient against a running server', () => {
     });
   });
 
+  test('rotates, shares read-only and updates; a client keeps working after rotating its own token', async () => {
+    const created = await new RoostClient({ baseUrl: server.url }).createAddress({ name: 'rotating' });
+    const client = fromCredentials(JSON.stringify(created), { baseUrl: server.url });
+    const { read_token } = await client.rotateReadToken();
+    assert.notEqual(read_token, created.credentials.read_token);
+    assert.equal((await client.getAddress()).name, 'rotating', 'this client uses the new token');
+    const stale = fromCredentials(JSON.stringify(created), { baseUrl: server.url });
+    await assert.rejects(stale.getAddress(), (error: RoostError) => error.code === 'unauthorized');
+
+    const inboxUrl = await client.rotateInboxSecret({ graceSeconds: 30 });
+    assert.notEqual(inboxUrl, created.endpoints.inbox_url);
+    const view = await client.createViewToken({ label: 'watcher', expires_in_seconds: 600 });
+    assert.deepEqual(
+      (await client.listViewTokens()).map((t) => [t.id, t.label]),
+      [[view.id, 'watcher']],
+    );
+    const viewer = new RoostClient({ baseUrl: server.url, addressId: created.address.id, readToken: view.token });
+    assert.deepEqual((await viewer.listEvents()).events, []);
+    await assert.rejects(
+      viewer.deleteAddress(),
+      (error: RoostError) => error.status === 403 && error.code === 'forbidden',
+    );
+    await client.revokeViewToken(view.id);
+    await assert.rejects(viewer.getAddress(), (error: RoostError) => error.status === 401);
+    const updated = await client.updateAddress({ name: 'renamed', expires_in_seconds: 3600 });
+    assert.equal(updated.name, 'renamed');
+    assert.ok(updated.expiresAt);
+  });
+
   test('errors are typed: the service said no, or the service was not reached', async () => {
     const created = await new RoostClient({ baseUrl: server.url }).createAddress();
     const wrong = new RoostClient({

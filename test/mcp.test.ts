@@ -11,7 +11,18 @@ import { eventually } from './helpers/engines.js';
 import { createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
-const ADDRESS_TOOLS = ['ack_event', 'delete_return_address', 'get_return_address', 'poll_events'];
+const ADDRESS_TOOLS = [
+  'ack_event',
+  'create_view_token',
+  'delete_return_address',
+  'get_return_address',
+  'list_view_tokens',
+  'poll_events',
+  'revoke_view_token',
+  'rotate_inbox_secret',
+  'rotate_read_token',
+  'update_return_address',
+];
 
 /** An SDK client on `path`; tools are listed first so that every result is checked against its outputSchema. */
 async function connect(server: TestServer, path: string, token?: string): Promise<Client> {
@@ -87,6 +98,12 @@ describe('MCP tools', () => {
     assert.equal(byName.get_return_address.annotations?.readOnlyHint, true);
     assert.equal(byName.delete_return_address.annotations?.destructiveHint, true);
     assert.equal(byName.ack_event.annotations?.idempotentHint, true);
+    for (const name of ['rotate_read_token', 'rotate_inbox_secret', 'revoke_view_token', 'update_return_address'])
+      assert.equal(byName[name].annotations?.destructiveHint, true, name);
+    assert.equal(byName.list_view_tokens.annotations?.readOnlyHint, true);
+    assert.equal(byName.create_view_token.annotations?.destructiveHint, false);
+    const grace = (byName.rotate_inbox_secret.inputSchema.properties as any).grace_seconds;
+    assert.deepEqual([grace.minimum, grace.maximum], [0, 86400]);
     assert.ok((byName.poll_events.outputSchema?.properties as any).notice);
 
     const bound = await (await open('/mcp/addr_anything')).listTools();
@@ -264,6 +281,39 @@ describe('MCP tools', () => {
       token: created.credentials.read_token,
     });
     assert.equal(rest.status, 404);
+  });
+
+  it('rotates, shares read-only and updates through the tools, with the same rules as REST', async () => {
+    const address = await createAddress(server.url, { name: 'over mcp' });
+    const client = await open(`/mcp/${address.id}`, address.token);
+    const updated = assertOk(await call(client, 'update_return_address', { name: 'renamed', task_id: 'job-9' }));
+    assert.equal(updated.address.name, 'renamed');
+    assert.equal(updated.address.taskId, 'job-9');
+
+    const view = assertOk(await call(client, 'create_view_token', { label: 'a person' })).view_token;
+    assert.match(view.token, /^roost_view_/);
+    const listed = assertOk(await call(client, 'list_view_tokens'));
+    assert.deepEqual(
+      listed.view_tokens.map((t: any) => [t.id, t.label]),
+      [[view.id, 'a person']],
+    );
+    // The view token reads over MCP, and may not write.
+    const viewer = await open(`/mcp/${address.id}`, view.token);
+    assertOk(await call(viewer, 'poll_events'));
+    assertToolError(await call(viewer, 'ack_event', { up_to_sequence: 1 }), 'forbidden');
+    assertToolError(await call(viewer, 'rotate_read_token'), 'forbidden');
+    assertOk(await call(client, 'revoke_view_token', { view_token_id: view.id }));
+    assertToolError(await call(viewer, 'poll_events'), 'unauthorized');
+
+    const inbox = assertOk(await call(client, 'rotate_inbox_secret', { grace_seconds: 60 }));
+    const newInbox = `${server.url}${new URL(inbox.endpoints.inbox_url).pathname}`;
+    assert.equal((await deliver(address.inbox, { type: 'old-in-grace' })).status, 202);
+    assert.equal((await deliver(newInbox, { type: 'new' })).status, 202);
+
+    const rotated = assertOk(await call(client, 'rotate_read_token'));
+    assertToolError(await call(client, 'get_return_address'), 'unauthorized');
+    const again = await open(`/mcp/${address.id}`, rotated.credentials.read_token);
+    assert.equal(assertOk(await call(again, 'poll_events')).events.length, 2);
   });
 });
 

@@ -13,6 +13,15 @@ import type {
   EventPage,
   EventResponse,
 } from '../schemas.js';
+import type {
+  CreateViewToken,
+  InboxSecretResponse,
+  ReadTokenResponse,
+  UpdateAddress,
+  ViewToken,
+  ViewTokenCreated,
+  ViewTokenList,
+} from '../credential-schemas.js';
 import type { BackoffOptions } from './backoff.js';
 import { parseCredentials } from './credentials.js';
 import { RoostError, RoostNetworkError, describeNetworkFailure } from './errors.js';
@@ -85,7 +94,8 @@ interface RequestOptions {
 export class RoostClient {
   readonly baseUrl: string;
   readonly addressId?: string;
-  readonly #readToken?: string;
+  /** Replaced by rotateReadToken, so that this client goes on working with the new token. */
+  #readToken?: string;
   readonly #timeoutMs: number;
   readonly #backoff: BackoffOptions;
   readonly #fetch: typeof fetch;
@@ -140,6 +150,54 @@ export class RoostClient {
   /** Deletes the address and its events; its token and inbox URL stop working at once. */
   async deleteAddress(options: { signal?: AbortSignal } = {}): Promise<void> {
     await this.#request('DELETE', this.#addressPath(), { signal: options.signal });
+  }
+
+  /** PATCH: any of name, task_id (null removes it), expires_in_seconds (from now; null removes the lifetime). */
+  async updateAddress(changes: UpdateAddress, options: { signal?: AbortSignal } = {}): Promise<Address> {
+    const res = await this.#request<AddressResponse>('PATCH', this.#addressPath(), {
+      body: changes,
+      signal: options.signal,
+    });
+    return res.body.address;
+  }
+
+  /**
+   * Replaces the read token; the old one stops at once. This client uses the new one from
+   * now on; persist `read_token` (shown once) wherever the old one was saved.
+   */
+  async rotateReadToken(options: { signal?: AbortSignal } = {}): Promise<ReadTokenResponse['credentials']> {
+    const path = `${this.#addressPath()}/read-token`;
+    const { credentials } = (await this.#request<ReadTokenResponse>('POST', path, { signal: options.signal })).body;
+    this.#readToken = credentials.read_token;
+    return credentials;
+  }
+
+  /** Replaces the inbox secret; returns the new inbox URL. The old one works for `graceSeconds` more. */
+  async rotateInboxSecret(options: { graceSeconds?: number; signal?: AbortSignal } = {}): Promise<string> {
+    const path = `${this.#addressPath()}/inbox-secret`;
+    const body = options.graceSeconds === undefined ? {} : { grace_seconds: options.graceSeconds };
+    const res = await this.#request<InboxSecretResponse>('POST', path, { body, signal: options.signal });
+    return res.body.endpoints.inbox_url;
+  }
+
+  /** A read-only bearer token to share (shown once, in `token`). */
+  async createViewToken(
+    request: CreateViewToken = {},
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ViewTokenCreated['view_token']> {
+    const path = `${this.#addressPath()}/view-tokens`;
+    return (await this.#request<ViewTokenCreated>('POST', path, { body: request, signal: options.signal })).body
+      .view_token;
+  }
+
+  async listViewTokens(options: { signal?: AbortSignal } = {}): Promise<ViewToken[]> {
+    const path = `${this.#addressPath()}/view-tokens`;
+    return (await this.#request<ViewTokenList>('GET', path, { signal: options.signal })).body.view_tokens;
+  }
+
+  async revokeViewToken(tokenId: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+    const path = `${this.#addressPath()}/view-tokens/${encodeURIComponent(tokenId)}`;
+    await this.#request('DELETE', path, { signal: options.signal });
   }
 
   /** One page of the queue: events with sequence > after, ascending. */

@@ -7,8 +7,11 @@ export type ErrorCode =
   | 'invalid_json'
   | 'idempotency_key_mismatch'
   | 'unauthorized'
+  | 'forbidden'
   | 'address_not_found'
   | 'event_not_found'
+  | 'view_token_not_found'
+  | 'view_token_limit'
   | 'inbox_not_found'
   | 'not_found'
   | 'method_not_allowed'
@@ -53,6 +56,14 @@ export const unauthorized = (why: string) =>
     {
       'WWW-Authenticate': 'Bearer realm="roost"',
     },
+  );
+
+/** A valid credential that may not do this: a view token asked to write. */
+export const forbidden = (what: string) =>
+  new RoostError(
+    'forbidden',
+    403,
+    `A view token may read this return address but not ${what}. Use the read token from the creation response.`,
   );
 
 export const inboxNotFound = () =>

@@ -17,3 +17,5 @@ export const TTL_MAX_SECONDS = 31_536_000;
 export const MAX_JSON_DEPTH = 64;
 /** Idempotency keys: 1–255 visible ASCII characters (CONTRACT §3). */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** The longest grace period of a rotated inbox secret (a day). */
+export const GRACE_MAX_SECONDS = 86_400;

@@ -6,6 +6,7 @@ import { PRODUCT } from '../config.js';
 
 export const READ_TOKEN_PREFIX = `${PRODUCT}_read_`;
 export const INGRESS_SECRET_PREFIX = `${PRODUCT}_ingress_`;
+export const VIEW_TOKEN_PREFIX = `${PRODUCT}_view_`;
 
 const random = (bytes: number) => randomBytes(bytes).toString('base64url');
 
@@ -35,6 +36,8 @@ export const newAddressId = () => `addr_${randomId(16)}`;
 export const newEventId = (ms: number) => `evt_${ms.toString(16).padStart(12, '0')}${randomId(16)}`;
 export const newReadToken = () => `${READ_TOKEN_PREFIX}${random(32)}`;
 export const newIngressSecret = () => `${INGRESS_SECRET_PREFIX}${random(32)}`;
+export const newViewToken = () => `${VIEW_TOKEN_PREFIX}${random(32)}`;
+export const newViewTokenId = () => `vt_${randomId(16)}`;
 
 /** The only form in which a secret is stored: hex SHA-256. */
 export function digestSecret(secret: string): string {

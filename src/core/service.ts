@@ -10,11 +10,28 @@ import type {
   EventDeliveryResponse,
   EventPage,
 } from '../schemas.js';
-import type { AddressRecord, EventRecord, Storage, TokenBucketResult } from '../storage/storage.js';
+import type {
+  CreateViewToken,
+  InboxSecretResponse,
+  ReadTokenResponse,
+  UpdateAddress,
+  ViewToken,
+  ViewTokenCreated,
+  ViewTokenList,
+} from '../credential-schemas.js';
+import type {
+  AddressChanges,
+  AddressRecord,
+  EventRecord,
+  Storage,
+  TokenBucketResult,
+  ViewTokenRecord,
+} from '../storage/storage.js';
 import {
   RoostError,
   addressNotFound,
   eventNotFound,
+  forbidden,
   inboxNotFound,
   invalidRequest,
   queueFull,
@@ -25,11 +42,14 @@ import type { Metrics } from './metrics.js';
 import {
   INGRESS_SECRET_PREFIX,
   READ_TOKEN_PREFIX,
+  VIEW_TOKEN_PREFIX,
   digestSecret,
   newAddressId,
   newIngressSecret,
   newReadToken,
   newSlug,
+  newViewToken,
+  newViewTokenId,
   secretMatches,
 } from './secrets.js';
 import { eventJson } from './event-json.js';
@@ -69,10 +89,11 @@ export interface EventStreamHandle {
   /** True once the service is shutting down: the stream should end. */
   readonly closing: boolean;
   /**
-   * Events past `after` (at most `limit`) as stored, to be written with eventJson; or
-   * 'gone' once the address is deleted or expired.
+   * Events past `after` (at most `limit`) as stored, to be written with eventJson; 'gone'
+   * once the address is deleted or expired; 'revoked' once the stream's credential no longer
+   * opens it (the read token rotated, the view token revoked or expired).
    */
-  readAfter(after: number, limit: number): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone'>;
+  readAfter(after: number, limit: number): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked'>;
   /** Stops the wake-ups; call it once when the stream ends. */
   close(): void;
 }
@@ -81,6 +102,18 @@ const CREDENTIALS_NOTE =
   'The read token is shown once, in this response only, and cannot be recovered: store it now. ' +
   'Read the events URL (and call the MCP URL) with the header "Authorization: Bearer <read_token>"; ' +
   'the inbox URL is a write-only secret for senders.';
+
+/** What a valid credential may do: everything (the read token) or read only (a view token). */
+export type Access = 'full' | 'view';
+
+function toWireViewToken(record: ViewTokenRecord): ViewToken {
+  return {
+    id: record.id,
+    label: record.label,
+    created_at: isoTime(record.createdAt),
+    expires_at: record.expiresAt === null ? null : isoTime(record.expiresAt),
+  };
+}
 
 export function toWireAddress(record: AddressRecord): Address {
   const address: Address = {
@@ -182,12 +215,7 @@ export class RoostService {
 
   async createAddress(input: CreateAddress = {}): Promise<CreateAddressResponse> {
     const ttl = input.expires_in_seconds ?? this.config.defaultTtlSeconds;
-    const cap = this.config.maxTtlSeconds;
-    if (input.expires_in_seconds !== undefined && cap !== undefined && input.expires_in_seconds > cap) {
-      throw invalidRequest(
-        `expires_in_seconds must be at most ${cap} on this service (its lifetime cap); got ${input.expires_in_seconds}.`,
-      );
-    }
+    if (input.expires_in_seconds !== undefined) this.checkLifetimeCap(input.expires_in_seconds);
     const readToken = newReadToken();
     const ingressSecret = newIngressSecret();
     const createdAt = this.now();
@@ -205,6 +233,8 @@ export class RoostService {
         expiresAt: ttl === undefined ? null : createdAt + ttl * 1000,
         readTokenDigest: digestSecret(readToken),
         ingressSecretDigest: digestSecret(ingressSecret),
+        previousIngressDigest: null,
+        previousIngressUntil: null,
       };
       if ((await this.storage.insertAddress(record)) === 'slug_taken') continue;
       this.metrics.addressesCreated.inc();
@@ -222,17 +252,38 @@ export class RoostService {
     throw new RoostError('internal_error', 500, 'Could not allocate a unique slug; retry.');
   }
 
+  /** The operator's lifetime cap (ROOST_MAX_TTL_SECONDS), at creation and on PATCH alike. */
+  private checkLifetimeCap(seconds: number): void {
+    const cap = this.config.maxTtlSeconds;
+    if (cap !== undefined && seconds > cap) {
+      throw invalidRequest(
+        `expires_in_seconds must be at most ${cap} on this service (its lifetime cap); got ${seconds}.`,
+      );
+    }
+  }
+
   // --- bearer-protected operations -----------------------------------------------------
 
-  /** CONTRACT §5: unknown or expired address → 404 first; then a bad token → 401. */
-  async authenticate(addressId: string, token: string | undefined): Promise<AddressRecord> {
+  /**
+   * CONTRACT §5: unknown or expired address → 404 first; then a bad token → 401. `write`
+   * names what the call changes; a view token may not (403).
+   */
+  async authenticate(addressId: string, token: string | undefined, write?: string): Promise<AddressRecord> {
     const address = await this.storage.getAddress(addressId, this.now());
     if (!address) throw addressNotFound();
     if (token === undefined) throw unauthorized('Missing bearer token.');
-    if (!token.startsWith(READ_TOKEN_PREFIX) || !secretMatches(token, address.readTokenDigest)) {
-      throw unauthorized('The bearer token is not valid for this return address.');
-    }
+    const access = await this.accessOf(address, token);
+    if (access === null) throw unauthorized('The bearer token is not valid for this return address.');
+    if (access === 'view' && write !== undefined) throw forbidden(write);
     return address;
+  }
+
+  /** What `token` may do on this address now, or null when it opens nothing. */
+  private async accessOf(address: AddressRecord, token: string): Promise<Access | null> {
+    if (token.startsWith(READ_TOKEN_PREFIX)) return secretMatches(token, address.readTokenDigest) ? 'full' : null;
+    if (!token.startsWith(VIEW_TOKEN_PREFIX)) return null;
+    const found = await this.storage.findViewToken(address.id, digestSecret(token), this.now());
+    return found ? 'view' : null;
   }
 
   async getAddress(addressId: string, token: string | undefined): Promise<{ address: Address }> {
@@ -240,7 +291,7 @@ export class RoostService {
   }
 
   async deleteAddress(addressId: string, token: string | undefined): Promise<void> {
-    await this.authenticate(addressId, token);
+    await this.authenticate(addressId, token, 'delete it');
     if (!(await this.storage.deleteAddress(addressId))) throw addressNotFound();
     // Held polls and streams re-read, find the address gone and answer 404 / `gone`.
     this.waiters.wake(addressId);
@@ -273,6 +324,9 @@ export class RoostService {
       if (outcome === 'aborted' || outcome === 'closing') return { records: [], hasMore: false, after: options.after };
       const current = await this.storage.getAddress(addressId, this.now());
       if (!current) throw addressNotFound();
+      // A rotation or revocation wakes the poll: the old credential gets no more events.
+      if ((await this.accessOf(current, token!)) === null)
+        throw unauthorized('The bearer token was rotated or revoked while the poll was held.');
       address = current;
       if (outcome === 'woken') {
         const next = await this.storage.listEvents(addressId, options.after, options.limit);
@@ -287,7 +341,7 @@ export class RoostService {
   }
 
   async ackEvent(addressId: string, token: string | undefined, eventId: string): Promise<{ event: Event }> {
-    await this.authenticate(addressId, token);
+    await this.authenticate(addressId, token, 'acknowledge events');
     const record = await this.storage.ackEvent(addressId, eventId, this.now());
     if (!record) throw eventNotFound();
     return { event: toWireEvent(record) };
@@ -299,20 +353,125 @@ export class RoostService {
     token: string | undefined,
     upToSequence: number,
   ): Promise<{ acknowledged: number; up_to_sequence: number }> {
-    await this.authenticate(addressId, token);
+    await this.authenticate(addressId, token, 'acknowledge events');
     const acknowledged = await this.storage.ackUpTo(addressId, upToSequence, this.now());
     return { acknowledged, up_to_sequence: upToSequence };
   }
 
+  // --- credentials and updates (rotation, view tokens, PATCH) ------------------------------
+  // Each change wakes the address's held polls and streams, which re-check their credential
+  // (listEvents, openStream); PostgreSQL announces it to the other instances as well.
+
+  async rotateReadToken(addressId: string, token: string | undefined): Promise<ReadTokenResponse> {
+    await this.authenticate(addressId, token, 'rotate credentials');
+    const readToken = newReadToken();
+    if (!(await this.storage.replaceReadToken(addressId, digestSecret(readToken), this.now()))) throw addressNotFound();
+    this.waiters.wake(addressId);
+    return { credentials: { read_token: readToken, note: CREDENTIALS_NOTE } };
+  }
+
+  async rotateInboxSecret(
+    addressId: string,
+    token: string | undefined,
+    graceSeconds = 0,
+  ): Promise<InboxSecretResponse> {
+    await this.authenticate(addressId, token, 'rotate credentials');
+    const secret = newIngressSecret();
+    const now = this.now();
+    const previousUntil = graceSeconds > 0 ? now + graceSeconds * 1000 : null;
+    if (!(await this.storage.replaceIngressSecret(addressId, digestSecret(secret), previousUntil, now)))
+      throw addressNotFound();
+    return { endpoints: { inbox_url: `${this.config.baseUrl}/api/v1/inbox/${addressId}/${secret}` } };
+  }
+
+  async createViewToken(
+    addressId: string,
+    token: string | undefined,
+    input: CreateViewToken = {},
+  ): Promise<ViewTokenCreated> {
+    await this.authenticate(addressId, token, 'manage view tokens');
+    const viewToken = newViewToken();
+    const now = this.now();
+    const record: ViewTokenRecord = {
+      id: newViewTokenId(),
+      addressId,
+      tokenDigest: digestSecret(viewToken),
+      label: input.label ?? null,
+      createdAt: now,
+      expiresAt: input.expires_in_seconds === undefined ? null : now + input.expires_in_seconds * 1000,
+    };
+    const max = this.config.maxViewTokens;
+    switch (await this.storage.insertViewToken(record, max, now)) {
+      case 'address_not_found':
+        throw addressNotFound();
+      case 'limit':
+        throw new RoostError(
+          'view_token_limit',
+          409,
+          `This return address holds ${max} view tokens, the most it may; revoke one (DELETE …/view-tokens/{id}) first.`,
+        );
+      case 'ok':
+        return { view_token: { ...toWireViewToken(record), token: viewToken } };
+    }
+  }
+
+  async listViewTokens(addressId: string, token: string | undefined): Promise<ViewTokenList> {
+    await this.authenticate(addressId, token, 'manage view tokens');
+    const records = await this.storage.listViewTokens(addressId, this.now());
+    return { view_tokens: records.map(toWireViewToken) };
+  }
+
+  async revokeViewToken(addressId: string, token: string | undefined, tokenId: string): Promise<void> {
+    await this.authenticate(addressId, token, 'manage view tokens');
+    if (!(await this.storage.deleteViewToken(addressId, tokenId))) {
+      throw new RoostError('view_token_not_found', 404, 'This return address has no view token with this id.');
+    }
+    this.waiters.wake(addressId);
+  }
+
+  async updateAddress(
+    addressId: string,
+    token: string | undefined,
+    input: UpdateAddress,
+  ): Promise<{ address: Address }> {
+    await this.authenticate(addressId, token, 'change it');
+    if (input.name === undefined && input.task_id === undefined && input.expires_in_seconds === undefined)
+      throw invalidRequest('Give at least one of name, task_id and expires_in_seconds.');
+    const now = this.now();
+    const changes: AddressChanges = {};
+    if (input.name !== undefined) changes.name = input.name;
+    if (input.task_id !== undefined) changes.taskId = input.task_id;
+    if (input.expires_in_seconds === null) {
+      if (this.config.maxTtlSeconds !== undefined) {
+        throw invalidRequest(
+          `expires_in_seconds cannot be null on this service: every address has a lifetime of at most ${this.config.maxTtlSeconds} s.`,
+        );
+      }
+      changes.expiresAt = null;
+    } else if (input.expires_in_seconds !== undefined) {
+      this.checkLifetimeCap(input.expires_in_seconds);
+      changes.expiresAt = now + input.expires_in_seconds * 1000;
+    }
+    const updated = await this.storage.updateAddress(addressId, changes, now);
+    if (!updated) throw addressNotFound();
+    this.waiters.wake(addressId); // held polls and streams take the new expiry
+    return { address: toWireAddress(updated) };
+  }
+
   // --- deliveries ----------------------------------------------------------------------
 
-  /** The inbox: the secret in the URL is the only credential; every miss is the same 404. */
+  /**
+   * The inbox: the secret in the URL is the only credential; every miss is the same 404.
+   * After a rotation with a grace period the previous secret is accepted until it ends.
+   */
   async authorizeInbox(addressId: string, secret: string): Promise<AddressRecord> {
-    const address = await this.storage.getAddress(addressId, this.now());
-    if (!address || !secret.startsWith(INGRESS_SECRET_PREFIX) || !secretMatches(secret, address.ingressSecretDigest)) {
-      throw inboxNotFound();
-    }
-    return address;
+    const now = this.now();
+    const address = await this.storage.getAddress(addressId, now);
+    if (!address || !secret.startsWith(INGRESS_SECRET_PREFIX)) throw inboxNotFound();
+    if (secretMatches(secret, address.ingressSecretDigest)) return address;
+    const { previousIngressDigest: previous, previousIngressUntil: until } = address;
+    if (previous !== null && until !== null && until > now && secretMatches(secret, previous)) return address;
+    throw inboxNotFound();
   }
 
   /** The live address that owns an email local part (case-insensitive), or null. */
@@ -391,7 +550,7 @@ export class RoostService {
    * data: the caller re-reads after its cursor, one read at a time.
    */
   async openStream(addressId: string, token: string | undefined, onChange: () => void): Promise<EventStreamHandle> {
-    const { expiresAt } = await this.authenticate(addressId, token);
+    let { expiresAt } = await this.authenticate(addressId, token);
     const unsubscribe = this.waiters.subscribe(addressId, onChange);
     const waiters = this.waiters;
     return {
@@ -401,7 +560,10 @@ export class RoostService {
       },
       readAfter: async (after, limit) => {
         // Deleted or expired: the stream ends with `gone` (CONTRACT §2: behaves as deleted).
-        if (!(await this.storage.getAddress(addressId, this.now()))) return 'gone';
+        const current = await this.storage.getAddress(addressId, this.now());
+        if (!current) return 'gone';
+        if ((await this.accessOf(current, token!)) === null) return 'revoked';
+        expiresAt = current.expiresAt; // a PATCH may have changed it
         const page = await this.storage.listEvents(addressId, after, limit);
         return { records: page.events, hasMore: page.hasMore };
       },

@@ -5,6 +5,15 @@
 import { z } from 'zod';
 import { READ_TOKEN_PREFIX } from '../core/secrets.js';
 import {
+  CreateViewTokenSchema,
+  InboxSecretResponseSchema,
+  ReadTokenResponseSchema,
+  RotateInboxSecretSchema,
+  UpdateAddressSchema,
+  ViewTokenCreatedSchema,
+  ViewTokenListSchema,
+} from '../credential-schemas.js';
+import {
   AddressResponseSchema,
   CreateAddressResponseSchema,
   CreateAddressSchema,
@@ -46,7 +55,8 @@ const readToken = z
   .min(1)
   .describe(
     `The read token (${READ_TOKEN_PREFIX}…) from the creation response, for clients that cannot send the header ` +
-      '"Authorization: Bearer <read_token>". When both are sent they must be the same token.',
+      '"Authorization: Bearer <read_token>". When both are sent they must be the same token. ' +
+      'A view token (roost_view_…) works here too, for reading only.',
   )
   .optional();
 
@@ -127,4 +137,37 @@ export const ackOutput = z.strictObject({
 export const deleteOutput = z.strictObject({
   deleted: z.literal(true),
   address_id: z.string().describe('The deleted return address; its events, read token and inbox URL are gone.'),
+});
+
+// --- credentials and updates (docs/api.md §5) ---------------------------------------------
+
+export function rotateInboxInput(bound: boolean) {
+  return fromTypeBox(RotateInboxSecretSchema).extend(addressArguments(bound)).strict();
+}
+
+export function createViewTokenInput(bound: boolean) {
+  return fromTypeBox(CreateViewTokenSchema).extend(addressArguments(bound)).strict();
+}
+
+export function revokeViewTokenInput(bound: boolean) {
+  return z.strictObject({
+    ...addressArguments(bound),
+    view_token_id: z.string().min(1).describe('The id (vt_…) of the view token to revoke, from list_view_tokens.'),
+  });
+}
+
+export function updateInput(bound: boolean) {
+  // minProperties counts address_id and read_token here: the service checks for a change instead.
+  return fromTypeBox({ ...UpdateAddressSchema, minProperties: undefined })
+    .extend(addressArguments(bound))
+    .strict();
+}
+
+export const readTokenOutput = fromTypeBox(ReadTokenResponseSchema);
+export const inboxSecretOutput = fromTypeBox(InboxSecretResponseSchema);
+export const viewTokenCreatedOutput = fromTypeBox(ViewTokenCreatedSchema);
+export const viewTokenListOutput = fromTypeBox(ViewTokenListSchema);
+export const revokeOutput = z.strictObject({
+  revoked: z.literal(true),
+  view_token_id: z.string().describe('The revoked view token; it stopped at once.'),
 });

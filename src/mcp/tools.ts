@@ -5,6 +5,7 @@ import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { RoostError, invalidRequest, unauthorized } from '../core/errors.js';
 import { bearerToken, toPage, type ListOptions, type RoostService } from '../core/service.js';
+import type { CreateViewToken, RotateInboxSecret, UpdateAddress } from '../credential-schemas.js';
 import {
   UNTRUSTED_NOTICE,
   ackInput,
@@ -12,11 +13,20 @@ import {
   addressOutput,
   createInput,
   createOutput,
+  createViewTokenInput,
   deleteInput,
   deleteOutput,
   getInput,
+  inboxSecretOutput,
   pollInput,
   pollOutput,
+  readTokenOutput,
+  revokeOutput,
+  revokeViewTokenInput,
+  rotateInboxInput,
+  updateInput,
+  viewTokenCreatedOutput,
+  viewTokenListOutput,
 } from './schemas.js';
 
 /** What one MCP HTTP request brings to its tools (a new server is built per request). */
@@ -227,7 +237,158 @@ function deleteTool(bound: boolean) {
   });
 }
 
-const addressTools = (bound: boolean) => [getTool(bound), pollTool(bound), ackTool(bound), deleteTool(bound)];
+function rotateReadTokenTool(bound: boolean) {
+  return defineTool({
+    name: 'rotate_read_token',
+    title: 'Rotate the read token',
+    description:
+      'Replace the read token, e.g. after it leaked into a log or transcript. The result holds the new credentials.read_token, shown ONLY ONCE: ' +
+      'store it before anything else. The old token stops at once, everywhere; polls and streams it holds open end.',
+    input: getInput(bound),
+    output: readTokenOutput,
+    annotations: {
+      title: 'Rotate the read token',
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: false,
+    },
+    async run(args, context) {
+      const { addressId, token } = await resolveTarget(context, args);
+      const result = await context.service.rotateReadToken(addressId, token);
+      return { structured: result, text: `New read token for ${addressId}; store it now.\n${json(result)}` };
+    },
+  });
+}
+
+function rotateInboxSecretTool(bound: boolean) {
+  return defineTool({
+    name: 'rotate_inbox_secret',
+    title: 'Rotate the inbox URL',
+    description:
+      'Replace the secret of the inbox URL, e.g. after it leaked. The result holds the new endpoints.inbox_url: give it to the sender. ' +
+      'The old inbox URL keeps accepting deliveries for grace_seconds (default 0, at most 86400), then answers 404.',
+    input: rotateInboxInput(bound),
+    output: inboxSecretOutput,
+    annotations: {
+      title: 'Rotate the inbox URL',
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: false,
+    },
+    async run(args, context) {
+      const { addressId, token } = await resolveTarget(context, args);
+      const { grace_seconds } = args as RotateInboxSecret; // converted from TypeBox: typed loosely
+      const result = await context.service.rotateInboxSecret(addressId, token, grace_seconds);
+      return { structured: result, text: json(result) };
+    },
+  });
+}
+
+function createViewTokenTool(bound: boolean) {
+  return defineTool({
+    name: 'create_view_token',
+    title: 'Create a read-only view token',
+    description:
+      'Create a view token (roost_view_…) to share with a person or another agent: it can read the address and its events ' +
+      '(poll, stream, the inspector page) but cannot acknowledge, delete or change anything. The token is shown ONLY ONCE. ' +
+      'Optional label and expires_in_seconds.',
+    input: createViewTokenInput(bound),
+    output: viewTokenCreatedOutput,
+    annotations: {
+      title: 'Create a read-only view token',
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: false,
+      openWorldHint: false,
+    },
+    async run(args, context) {
+      const { addressId, token } = await resolveTarget(context, args);
+      const { label, expires_in_seconds } = args as CreateViewToken;
+      const result = await context.service.createViewToken(addressId, token, { label, expires_in_seconds });
+      return { structured: result, text: json(result) };
+    },
+  });
+}
+
+function listViewTokensTool(bound: boolean) {
+  return defineTool({
+    name: 'list_view_tokens',
+    title: 'List view tokens',
+    description:
+      'List the view tokens of a return address: id, label, creation and expiry (never the tokens themselves).',
+    input: getInput(bound),
+    output: viewTokenListOutput,
+    annotations: { title: 'List view tokens', readOnlyHint: true, openWorldHint: false },
+    async run(args, context) {
+      const { addressId, token } = await resolveTarget(context, args);
+      const result = await context.service.listViewTokens(addressId, token);
+      return { structured: result, text: json(result) };
+    },
+  });
+}
+
+function revokeViewTokenTool(bound: boolean) {
+  return defineTool({
+    name: 'revoke_view_token',
+    title: 'Revoke a view token',
+    description: 'Revoke one view token by its id (vt_…): it stops at once, and polls and streams it holds open end.',
+    input: revokeViewTokenInput(bound),
+    output: revokeOutput,
+    annotations: {
+      title: 'Revoke a view token',
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: false,
+    },
+    async run(args, context) {
+      const { addressId, token } = await resolveTarget(context, args);
+      await context.service.revokeViewToken(addressId, token, args.view_token_id);
+      const structured = { revoked: true as const, view_token_id: args.view_token_id };
+      return { structured, text: json(structured) };
+    },
+  });
+}
+
+function updateTool(bound: boolean) {
+  return defineTool({
+    name: 'update_return_address',
+    title: 'Update a return address',
+    description:
+      'Change the name, the task_id (null removes it) or the lifetime of a return address: expires_in_seconds counts from now ' +
+      '(60 to 31536000; null removes the lifetime where the service allows that). The email address and credentials stay.',
+    input: updateInput(bound),
+    output: addressOutput,
+    annotations: {
+      title: 'Update a return address',
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
+    async run(args, context) {
+      const { addressId, token } = await resolveTarget(context, args);
+      const { address_id: _id, read_token: _token, ...changes } = args as UpdateAddress & AddressArguments;
+      const result = await context.service.updateAddress(addressId, token, changes);
+      return { structured: result, text: json(result) };
+    },
+  });
+}
+
+const addressTools = (bound: boolean) => [
+  getTool(bound),
+  pollTool(bound),
+  ackTool(bound),
+  deleteTool(bound),
+  updateTool(bound),
+  rotateReadTokenTool(bound),
+  rotateInboxSecretTool(bound),
+  createViewTokenTool(bound),
+  listViewTokensTool(bound),
+  revokeViewTokenTool(bound),
+];
 
 /** The tools of `/mcp`: create, and the address tools taking address_id. Built once. */
 export const SERVICE_TOOLS: readonly RoostTool[] = [createTool, ...addressTools(false)];

@@ -55,4 +55,22 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
       CREATE INDEX rate_buckets_by_age ON rate_buckets (updated_at);
     `,
   },
+  {
+    version: 2,
+    name: 'credentials: the previous inbox secret during a grace period, view tokens',
+    sql: `
+      ALTER TABLE addresses ADD COLUMN previous_ingress_digest text;
+      ALTER TABLE addresses ADD COLUMN previous_ingress_until bigint;
+
+      CREATE TABLE view_tokens (
+        id           text PRIMARY KEY,
+        address_id   text NOT NULL REFERENCES addresses (id) ON DELETE CASCADE,
+        token_digest text NOT NULL UNIQUE,
+        label        text,
+        created_at   bigint NOT NULL,
+        expires_at   bigint
+      );
+      CREATE INDEX view_tokens_by_address ON view_tokens (address_id, created_at);
+    `,
+  },
 ];

@@ -28,11 +28,14 @@ import {
   insertedEvent,
   toAddress,
   toEvent,
+  toViewToken,
   type AddressRow,
   type EventRow,
+  type ViewTokenRow,
 } from './rows.js';
 import {
   ANY_ADDRESS,
+  type AddressChanges,
   type AddressRecord,
   type AppendInput,
   type AppendResult,
@@ -41,6 +44,7 @@ import {
   type PurgeResult,
   type Storage,
   type TokenBucketResult,
+  type ViewTokenRecord,
 } from './storage.js';
 
 /** The NOTIFY channel; its payload is an address id and nothing else. */
@@ -96,6 +100,44 @@ const SQL = {
   deleteAddress: `
     WITH gone AS (DELETE FROM addresses WHERE id = $1 RETURNING id)
     SELECT pg_notify('${WAKE_CHANNEL}', id) FROM gone`,
+
+  // Credentials and mutable fields of a live address; each change is announced, so that
+  // every instance re-checks what an old credential holds open.
+  updateAddress: `
+    WITH changed AS (
+      UPDATE addresses SET name = COALESCE($3, name),
+                           task_id = CASE WHEN $4::boolean THEN $5 ELSE task_id END,
+                           expires_at = CASE WHEN $6::boolean THEN $7::bigint ELSE expires_at END
+      WHERE id = $1 AND ${LIVE}
+      RETURNING ${ADDRESS_COLUMNS}
+    )
+    SELECT changed.*, pg_notify('${WAKE_CHANNEL}', id) FROM changed`,
+  replaceReadToken: `
+    WITH changed AS (
+      UPDATE addresses SET read_token_digest = $3 WHERE id = $1 AND ${LIVE} RETURNING ${ADDRESS_COLUMNS}
+    )
+    SELECT changed.*, pg_notify('${WAKE_CHANNEL}', id) FROM changed`,
+  replaceIngressSecret: `
+    UPDATE addresses SET previous_ingress_digest = CASE WHEN $4::bigint IS NULL THEN NULL ELSE ingress_secret_digest END,
+                         previous_ingress_until = $4::bigint, ingress_secret_digest = $3
+    WHERE id = $1 AND ${LIVE}
+    RETURNING ${ADDRESS_COLUMNS}`,
+  // The address row lock orders concurrent inserts of one address, so the count holds.
+  lockLiveAddress: `SELECT id FROM addresses WHERE id = $1 AND ${LIVE} FOR UPDATE`,
+  forgetExpiredViewTokens: 'DELETE FROM view_tokens WHERE address_id = $1 AND expires_at <= $2',
+  countViewTokens: 'SELECT count(*) AS n FROM view_tokens WHERE address_id = $1',
+  insertViewToken: `
+    INSERT INTO view_tokens (id, address_id, token_digest, label, created_at, expires_at)
+    VALUES ($1, $2, $3, $4, $5, $6)`,
+  viewTokens: `
+    SELECT id, address_id, token_digest, label, created_at, expires_at FROM view_tokens
+    WHERE address_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at, id`,
+  viewToken: `
+    SELECT id, address_id, token_digest, label, created_at, expires_at FROM view_tokens
+    WHERE address_id = $1 AND token_digest = $2 AND (expires_at IS NULL OR expires_at > $3)`,
+  deleteViewToken: `
+    WITH gone AS (DELETE FROM view_tokens WHERE address_id = $1 AND id = $2 RETURNING address_id)
+    SELECT pg_notify('${WAKE_CHANNEL}', address_id) FROM gone`,
 
   // The common append in one statement (one round trip, its own transaction): the address
   // is live, has handed out fewer sequences than the capacity (so it cannot be full), and
@@ -585,6 +627,74 @@ export class PostgresStorage implements Storage {
 
   async deleteAddress(id: string): Promise<boolean> {
     const { rowCount } = await this.query(SQL.deleteAddress, [id]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  // --- credentials and mutable fields ---------------------------------------------------
+
+  async updateAddress(id: string, changes: AddressChanges, now: number): Promise<AddressRecord | null> {
+    const { rows } = await this.query<AddressRow>(SQL.updateAddress, [
+      id,
+      now,
+      changes.name ?? null,
+      changes.taskId !== undefined,
+      changes.taskId ?? null,
+      changes.expiresAt !== undefined,
+      changes.expiresAt ?? null,
+    ]);
+    return rows[0] ? toAddress(rows[0]) : null;
+  }
+
+  async replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null> {
+    const { rows } = await this.query<AddressRow>(SQL.replaceReadToken, [id, now, digest]);
+    return rows[0] ? toAddress(rows[0]) : null;
+  }
+
+  async replaceIngressSecret(
+    id: string,
+    digest: string,
+    previousUntil: number | null,
+    now: number,
+  ): Promise<AddressRecord | null> {
+    const { rows } = await this.query<AddressRow>(SQL.replaceIngressSecret, [id, now, digest, previousUntil]);
+    return rows[0] ? toAddress(rows[0]) : null;
+  }
+
+  async insertViewToken(
+    token: ViewTokenRecord,
+    max: number,
+    now: number,
+  ): Promise<'ok' | 'limit' | 'address_not_found'> {
+    return this.transaction(async (db) => {
+      if ((await db.query(SQL.lockLiveAddress, [token.addressId, now])).rowCount === 0)
+        return { commit: 'address_not_found' as const };
+      await db.query(SQL.forgetExpiredViewTokens, [token.addressId, now]);
+      const { rows } = await db.query<{ n: number }>(SQL.countViewTokens, [token.addressId]);
+      if (rows[0].n >= max) return { commit: 'limit' as const };
+      await db.query(SQL.insertViewToken, [
+        token.id,
+        token.addressId,
+        token.tokenDigest,
+        token.label,
+        token.createdAt,
+        token.expiresAt,
+      ]);
+      return { commit: 'ok' as const };
+    });
+  }
+
+  async listViewTokens(addressId: string, now: number): Promise<ViewTokenRecord[]> {
+    const { rows } = await this.query<ViewTokenRow>(SQL.viewTokens, [addressId, now]);
+    return rows.map(toViewToken);
+  }
+
+  async findViewToken(addressId: string, digest: string, now: number): Promise<ViewTokenRecord | null> {
+    const { rows } = await this.query<ViewTokenRow>(SQL.viewToken, [addressId, digest, now]);
+    return rows[0] ? toViewToken(rows[0]) : null;
+  }
+
+  async deleteViewToken(addressId: string, tokenId: string): Promise<boolean> {
+    const { rowCount } = await this.query(SQL.deleteViewToken, [addressId, tokenId]);
     return (rowCount ?? 0) > 0;
   }
 

@@ -1,6 +1,6 @@
 // Rows as both SQL engines return them (the same column names in both schemas) and their
 // conversion to the records of the storage interface.
-import type { AddressRecord, AppendInput, EventRecord } from './storage.js';
+import type { AddressRecord, AppendInput, EventRecord, ViewTokenRecord } from './storage.js';
 
 export interface AddressRow {
   id: string;
@@ -12,6 +12,17 @@ export interface AddressRow {
   expires_at: number | null;
   read_token_digest: string;
   ingress_secret_digest: string;
+  previous_ingress_digest: string | null;
+  previous_ingress_until: number | null;
+}
+
+export interface ViewTokenRow {
+  id: string;
+  address_id: string;
+  token_digest: string;
+  label: string | null;
+  created_at: number;
+  expires_at: number | null;
 }
 
 export interface EventRow {
@@ -32,7 +43,7 @@ export const EVENT_COLUMNS =
 
 /** The columns of AddressRow, for queries that name them. */
 export const ADDRESS_COLUMNS =
-  'id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest';
+  'id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest, previous_ingress_digest, previous_ingress_until';
 
 export const toAddress = (row: AddressRow): AddressRecord => ({
   id: row.id,
@@ -44,6 +55,17 @@ export const toAddress = (row: AddressRow): AddressRecord => ({
   expiresAt: row.expires_at,
   readTokenDigest: row.read_token_digest,
   ingressSecretDigest: row.ingress_secret_digest,
+  previousIngressDigest: row.previous_ingress_digest,
+  previousIngressUntil: row.previous_ingress_until,
+});
+
+export const toViewToken = (row: ViewTokenRow): ViewTokenRecord => ({
+  id: row.id,
+  addressId: row.address_id,
+  tokenDigest: row.token_digest,
+  label: row.label,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
 });
 
 export const toEvent = (row: EventRow): EventRecord => ({

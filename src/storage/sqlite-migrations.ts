@@ -200,4 +200,22 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
       END;
     `,
   },
+  {
+    version: 5,
+    name: 'credentials: the previous inbox secret during a grace period, view tokens',
+    sql: `
+      ALTER TABLE addresses ADD COLUMN previous_ingress_digest TEXT;
+      ALTER TABLE addresses ADD COLUMN previous_ingress_until INTEGER;
+
+      CREATE TABLE view_tokens (
+        id           TEXT PRIMARY KEY,
+        address_id   TEXT NOT NULL REFERENCES addresses (id) ON DELETE CASCADE,
+        token_digest TEXT NOT NULL UNIQUE,
+        label        TEXT,
+        created_at   INTEGER NOT NULL,
+        expires_at   INTEGER
+      );
+      CREATE INDEX view_tokens_by_address ON view_tokens (address_id, created_at);
+    `,
+  },
 ];

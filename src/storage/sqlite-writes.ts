@@ -4,10 +4,18 @@
 import type Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
 import { takeFromBucket } from '../core/token-bucket.js';
-import { EVENT_COLUMNS, toEvent, type EventRow } from './rows.js';
+import { ADDRESS_COLUMNS, EVENT_COLUMNS, toAddress, toEvent, type AddressRow, type EventRow } from './rows.js';
 import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId } from './sqlite-event-keys.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
-import type { AddressRecord, AppendInput, EventRecord, PurgeResult, TokenBucketResult } from './storage.js';
+import type {
+  AddressChanges,
+  AddressRecord,
+  AppendInput,
+  EventRecord,
+  PurgeResult,
+  TokenBucketResult,
+  ViewTokenRecord,
+} from './storage.js';
 
 /** What one append came to; `created` carries only the sequence (the caller holds the rest). */
 export type AppendOutcome =
@@ -114,6 +122,29 @@ export class SqliteWrites {
       ),
       deleteEventsOf: db.prepare(`DELETE FROM events WHERE address_key = ${KEY_OF_ID}`),
       deleteAddress: db.prepare('DELETE FROM addresses WHERE id = ?'),
+      liveAddress: db.prepare<[string, number], AddressRow>(
+        `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)`,
+      ),
+      updateAddress: db.prepare(
+        `UPDATE addresses SET name = @name, task_id = @taskId, expires_at = @expiresAt WHERE id = @id`,
+      ),
+      replaceReadToken: db.prepare('UPDATE addresses SET read_token_digest = ? WHERE id = ?'),
+      replaceIngressSecret: db.prepare(
+        `UPDATE addresses SET previous_ingress_digest = CASE WHEN @until IS NULL THEN NULL ELSE ingress_secret_digest END,
+                              previous_ingress_until = @until, ingress_secret_digest = @digest
+         WHERE id = @id`,
+      ),
+      forgetExpiredViewTokens: db.prepare(
+        'DELETE FROM view_tokens WHERE address_id = ? AND expires_at IS NOT NULL AND expires_at <= ?',
+      ),
+      countViewTokens: db.prepare<[string], { n: number }>(
+        'SELECT COUNT(*) AS n FROM view_tokens WHERE address_id = ?',
+      ),
+      insertViewToken: db.prepare(
+        `INSERT INTO view_tokens (id, address_id, token_digest, label, created_at, expires_at)
+         VALUES (@id, @addressId, @tokenDigest, @label, @createdAt, @expiresAt)`,
+      ),
+      deleteViewToken: db.prepare('DELETE FROM view_tokens WHERE address_id = ? AND id = ?'),
       // The address with the bounds of its queue (see QueueState). Each MIN/MAX is one seek
       // in events_by_sequence.
       queueState: db.prepare<{ id: string }, QueueState>(
@@ -188,6 +219,53 @@ export class SqliteWrites {
         return 'slug_taken';
       throw error;
     }
+  }
+
+  updateAddress(id: string, changes: AddressChanges, now: number): AddressRecord | null {
+    this.queues.delete(id); // its expiry may change
+    return this.db.transaction(() => {
+      const row = this.sql.liveAddress.get(id, now);
+      if (!row) return null;
+      const current = toAddress(row);
+      const next = {
+        id,
+        name: changes.name ?? current.name,
+        taskId: changes.taskId === undefined ? current.taskId : changes.taskId,
+        expiresAt: changes.expiresAt === undefined ? current.expiresAt : changes.expiresAt,
+      };
+      this.sql.updateAddress.run(next);
+      return { ...current, ...next };
+    })();
+  }
+
+  replaceReadToken(id: string, digest: string, now: number): AddressRecord | null {
+    return this.db.transaction(() => {
+      if (!this.sql.liveAddress.get(id, now)) return null;
+      this.sql.replaceReadToken.run(digest, id);
+      return toAddress(this.sql.liveAddress.get(id, now)!);
+    })();
+  }
+
+  replaceIngressSecret(id: string, digest: string, previousUntil: number | null, now: number): AddressRecord | null {
+    return this.db.transaction(() => {
+      if (!this.sql.liveAddress.get(id, now)) return null;
+      this.sql.replaceIngressSecret.run({ id, digest, until: previousUntil });
+      return toAddress(this.sql.liveAddress.get(id, now)!);
+    })();
+  }
+
+  insertViewToken(token: ViewTokenRecord, max: number, now: number): 'ok' | 'limit' | 'address_not_found' {
+    return this.db.transaction(() => {
+      if (!this.sql.liveAddress.get(token.addressId, now)) return 'address_not_found';
+      this.sql.forgetExpiredViewTokens.run(token.addressId, now);
+      if (this.sql.countViewTokens.get(token.addressId)!.n >= max) return 'limit';
+      this.sql.insertViewToken.run(token);
+      return 'ok';
+    })();
+  }
+
+  deleteViewToken(addressId: string, tokenId: string): boolean {
+    return this.sql.deleteViewToken.run(addressId, tokenId).changes > 0;
   }
 
   deleteAddress(id: string): boolean {

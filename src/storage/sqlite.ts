@@ -10,7 +10,15 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { newEventId } from '../core/secrets.js';
-import { ADDRESS_COLUMNS, EVENT_COLUMNS, insertedEvent, toAddress, type AddressRow } from './rows.js';
+import {
+  ADDRESS_COLUMNS,
+  EVENT_COLUMNS,
+  insertedEvent,
+  toAddress,
+  toViewToken,
+  type AddressRow,
+  type ViewTokenRow,
+} from './rows.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
 import { lockForThisProcess, migrate, openSqlite, type Synchronous } from './sqlite-connection.js';
 import type {
@@ -24,6 +32,7 @@ import type {
 } from './sqlite-writer.js';
 import { toAppendTuple, type AppendTuple, type CommitStats } from './sqlite-writes.js';
 import type {
+  AddressChanges,
   AddressRecord,
   AppendInput,
   AppendResult,
@@ -32,6 +41,7 @@ import type {
   PurgeResult,
   Storage,
   TokenBucketResult,
+  ViewTokenRecord,
 } from './storage.js';
 
 /** A row of the page query in raw mode: the columns of EVENT_COLUMNS, in that order. */
@@ -121,10 +131,10 @@ export class SqliteStorage implements Storage {
   private readonly groupCommit: boolean;
   /**
    * Addresses by id, for the inbox and bearer checks that begin almost every request (a
-   * lookup through SQLite costs ~10 µs, a read transaction included). A record never
-   * changes once written (last_sequence is not part of it) and this process is the only
-   * writer of the file, so the cache only has to forget deleted and expired addresses;
-   * expiry itself is checked against `now` on every hit, as the SQL does.
+   * lookup through SQLite costs ~10 µs, a read transaction included). This process is the
+   * only writer of the file, so the cache stays exact by forgetting an address around every
+   * write that changes or removes it (see forgetAround); expiry itself is checked against
+   * `now` on every hit, as the SQL does.
    */
   private readonly addressCache = new Map<string, AddressRecord>();
   private readonly logger: SqliteOptions['logger'];
@@ -164,6 +174,14 @@ export class SqliteStorage implements Storage {
             `SELECT ${EVENT_COLUMNS} FROM events WHERE address_key = ${KEY_OF_ID} AND sequence > ? ORDER BY sequence LIMIT ?`,
           )
           .raw(true),
+        viewTokens: db.prepare<[string, number], ViewTokenRow>(
+          `SELECT id, address_id, token_digest, label, created_at, expires_at FROM view_tokens
+           WHERE address_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id`,
+        ),
+        viewToken: db.prepare<[string, string, number], ViewTokenRow>(
+          `SELECT id, address_id, token_digest, label, created_at, expires_at FROM view_tokens
+           WHERE address_id = ? AND token_digest = ? AND (expires_at IS NULL OR expires_at > ?)`,
+        ),
         ping: db.prepare('SELECT 1'),
       };
       this.writer = startWriter({ path, synchronous, groupCommit: this.groupCommit });
@@ -234,12 +252,50 @@ export class SqliteStorage implements Storage {
   }
 
   async deleteAddress(id: string): Promise<boolean> {
-    this.addressCache.delete(id);
     // Appends queued before the delete land first, then go with it.
-    const deleted = await this.call<boolean>('deleteAddress', id);
-    // A read while the delete was on its way may have cached the address again.
+    return this.forgetAround(id, this.call<boolean>('deleteAddress', id));
+  }
+
+  /** Drops the cached address now and once the write lands: a read meanwhile may cache it again. */
+  private async forgetAround<T>(id: string, write: Promise<T>): Promise<T> {
     this.addressCache.delete(id);
-    return deleted;
+    try {
+      return await write;
+    } finally {
+      this.addressCache.delete(id);
+    }
+  }
+
+  updateAddress(id: string, changes: AddressChanges, now: number): Promise<AddressRecord | null> {
+    return this.forgetAround(id, this.call('updateAddress', id, changes, now));
+  }
+
+  replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null> {
+    return this.forgetAround(id, this.call('replaceReadToken', id, digest, now));
+  }
+
+  replaceIngressSecret(id: string, digest: string, previousUntil: number | null, now: number) {
+    return this.forgetAround(
+      id,
+      this.call<AddressRecord | null>('replaceIngressSecret', id, digest, previousUntil, now),
+    );
+  }
+
+  async insertViewToken(token: ViewTokenRecord, max: number, now: number) {
+    return this.call<'ok' | 'limit' | 'address_not_found'>('insertViewToken', token, max, now);
+  }
+
+  async listViewTokens(addressId: string, now: number): Promise<ViewTokenRecord[]> {
+    return this.sql.viewTokens.all(addressId, now).map(toViewToken);
+  }
+
+  async findViewToken(addressId: string, digest: string, now: number): Promise<ViewTokenRecord | null> {
+    const row = this.sql.viewToken.get(addressId, digest, now);
+    return row ? toViewToken(row) : null;
+  }
+
+  async deleteViewToken(addressId: string, tokenId: string): Promise<boolean> {
+    return this.call('deleteViewToken', addressId, tokenId);
   }
 
   appendEvent(input: AppendInput, capacity: number): Promise<AppendResult> {

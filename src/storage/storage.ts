@@ -16,6 +16,27 @@ export interface AddressRecord {
   readTokenDigest: string;
   /** Hex SHA-256 of the inbox secret; the secret itself is never stored. */
   ingressSecretDigest: string;
+  /** The inbox secret a rotation replaced, still accepted until previousIngressUntil; else null. */
+  previousIngressDigest: string | null;
+  previousIngressUntil: number | null;
+}
+
+/** A read-only credential of one address (GET the address and its events, nothing else). */
+export interface ViewTokenRecord {
+  id: string;
+  addressId: string;
+  /** Hex SHA-256 of the token; the token itself is never stored. */
+  tokenDigest: string;
+  label: string | null;
+  createdAt: number;
+  expiresAt: number | null;
+}
+
+/** What PATCH may change; a field left out stays as it is. */
+export interface AddressChanges {
+  name?: string;
+  taskId?: string | null;
+  expiresAt?: number | null;
 }
 
 export interface EventRecord {
@@ -94,6 +115,31 @@ export interface Storage {
   getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null>;
   /** Removes the address, its events and its secrets at once. False when it did not exist. */
   deleteAddress(id: string): Promise<boolean>;
+
+  /**
+   * Credentials and mutable fields. Each changes the live address at `now` in one transaction
+   * and returns it as it now is, or null when it is unknown, deleted or expired. Engines
+   * shared by several processes report the change (onExternalChange), so that what an old
+   * credential holds open anywhere is re-checked.
+   */
+  updateAddress(id: string, changes: AddressChanges, now: number): Promise<AddressRecord | null>;
+  replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null>;
+  /** The current secret becomes the previous one, accepted until `previousUntil` (null: not at all). */
+  replaceIngressSecret(
+    id: string,
+    digest: string,
+    previousUntil: number | null,
+    now: number,
+  ): Promise<AddressRecord | null>;
+
+  /** Stores a view token unless the address holds `max` live ones already. */
+  insertViewToken(token: ViewTokenRecord, max: number, now: number): Promise<'ok' | 'limit' | 'address_not_found'>;
+  /** The address's view tokens that have not expired at `now`, oldest first. */
+  listViewTokens(addressId: string, now: number): Promise<ViewTokenRecord[]>;
+  /** The unexpired view token of this address with this digest, or null. */
+  findViewToken(addressId: string, digest: string, now: number): Promise<ViewTokenRecord | null>;
+  /** False when the address has no such token. */
+  deleteViewToken(addressId: string, tokenId: string): Promise<boolean>;
 
   /**
    * Appends one event in one transaction: checks the address is live, returns the held

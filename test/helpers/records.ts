@@ -18,6 +18,8 @@ export function addressRecord(overrides: Partial<AddressRecord> = {}): AddressRe
     expiresAt: null,
     readTokenDigest: 'a'.repeat(64),
     ingressSecretDigest: 'b'.repeat(64),
+    previousIngressDigest: null,
+    previousIngressUntil: null,
     ...overrides,
   };
 }

@@ -1,4 +1,4 @@
-// POST /api/v1/addresses (create, rate-limited), GET and DELETE /api/v1/addresses/{id}.
+// POST /api/v1/addresses (create, rate-limited), GET, PATCH and DELETE /api/v1/addresses/{id}.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
@@ -8,6 +8,7 @@ import {
   CreateAddressSchema,
   type CreateAddress,
 } from '../../schemas.js';
+import { UpdateAddressSchema, type UpdateAddress } from '../../credential-schemas.js';
 import { decodeJsonBody } from '../body.js';
 import { bearerSecurity, errorResponses, noSecurity, requestToken } from './common.js';
 
@@ -69,6 +70,23 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
     handler: async (request) => service.getAddress(request.params.addressId, requestToken(request)),
   });
 
+  app.patch<{ Params: { addressId: string }; Body: UpdateAddress }>('/api/v1/addresses/:addressId', {
+    schema: {
+      operationId: 'updateAddress',
+      summary: 'Update a return address',
+      description:
+        'Any of name, task_id (null removes it) and expires_in_seconds (counted from now, with the same bounds and cap as at creation; null removes the lifetime where the service allows none). The email address and the credentials do not change.',
+      security: bearerSecurity,
+      params: AddressParamsSchema,
+      body: UpdateAddressSchema,
+      response: { 200: AddressResponseSchema, ...errorResponses(400, 401, 403, 404, 415) },
+    },
+    preValidation: async (request) => {
+      request.body = decodeJsonBody(request, { optional: false }) as UpdateAddress;
+    },
+    handler: async (request) => service.updateAddress(request.params.addressId, requestToken(request), request.body),
+  });
+
   app.delete<{ Params: { addressId: string } }>('/api/v1/addresses/:addressId', {
     schema: {
       operationId: 'deleteAddress',
@@ -76,7 +94,7 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
       description: 'The read token and the inbox URL stop working at once.',
       security: bearerSecurity,
       params: AddressParamsSchema,
-      response: { 204: Type.Null({ description: 'Deleted.' }), ...errorResponses(401, 404) },
+      response: { 204: Type.Null({ description: 'Deleted.' }), ...errorResponses(401, 403, 404) },
     },
     handler: async (request, reply) => {
       await service.deleteAddress(request.params.addressId, requestToken(request));

@@ -62,7 +62,7 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
         addressId: Type.String({ description: 'The address id (addr_…).' }),
         eventId: Type.String({ description: 'The event id (evt_…).' }),
       }),
-      response: { 200: EventResponseSchema, ...errorResponses(401, 404) },
+      response: { 200: EventResponseSchema, ...errorResponses(401, 403, 404) },
     },
     handler: async (request) =>
       service.ackEvent(request.params.addressId, requestToken(request), request.params.eventId),

@@ -35,7 +35,8 @@ export function llmsText(base: string): string {
 ## Flow (MCP, Streamable HTTP)
 
 - ${base}/mcp : tools create_return_address, get_return_address, poll_events, ack_event,
-  delete_return_address (the address tools take address_id).
+  delete_return_address, update_return_address, rotate_read_token, rotate_inbox_secret,
+  create_view_token, list_view_tokens, revoke_view_token (the address tools take address_id).
 - ${base}/mcp/{address_id} (= endpoints.mcp_url): the same address tools, bound to
   that address.
 - Typical: create_return_address -> store the result -> hand out inbox_url ->
@@ -51,6 +52,14 @@ export function llmsText(base: string): string {
   pass it as the read_token argument instead; if both are sent they must be the same.
 - The inbox URL is a write-only secret for senders; it cannot read the queue.
 - Lost read token = lost access: it cannot be recovered. Create a new address.
+- Leaked read token: POST ${base}/api/v1/addresses/$ADDRESS_ID/read-token (bearer) returns
+  a new one (shown once); the old one stops at once. Leaked inbox URL:
+  POST .../inbox-secret with {"grace_seconds":0-86400} returns a new endpoints.inbox_url.
+- Share read-only: POST .../view-tokens {"label","expires_in_seconds"} returns a
+  roost_view_... token that may read the address and its events, nothing else (403
+  forbidden). GET .../view-tokens lists them; DELETE .../view-tokens/$ID revokes one.
+- PATCH ${base}/api/v1/addresses/$ADDRESS_ID {"name","task_id","expires_in_seconds"}
+  changes an address (expires_in_seconds counts from now).
 
 ## Cursor and acknowledgement
 

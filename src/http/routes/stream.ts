@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { addressNotFound, invalidRequest } from '../../core/errors.js';
+import { addressNotFound, invalidRequest, unauthorized } from '../../core/errors.js';
 import { eventJson } from '../../core/event-json.js';
 import { LIMIT_MAX } from '../../core/limits.js';
 import type { EventStreamHandle } from '../../core/service.js';
@@ -105,6 +105,11 @@ class SseStream {
       if (page === 'gone') {
         // `data` is required for EventSource to dispatch the event at all.
         await this.send(`event: gone\ndata: ${JSON.stringify(addressNotFound().toJSON())}\n\n`);
+        return this.end();
+      }
+      if (page === 'revoked') {
+        const error = unauthorized('The bearer token was rotated or revoked while the stream was open.');
+        await this.send(`event: revoked\ndata: ${JSON.stringify(error.toJSON())}\n\n`);
         return this.end();
       }
       if (page.records.length > 0) {
