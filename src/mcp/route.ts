@@ -8,6 +8,7 @@ import { RoostError } from '../core/errors.js';
 import { isJsonMediaType, mediaType, rawBody } from '../http/body.js';
 import { AddressParamsSchema } from '../http/routes/addresses.js';
 import { clientGone } from '../http/routes/common.js';
+import { clientKey } from '../http/client-ip.js';
 
 /** JSON-RPC 2.0's own error codes, and the SDK's "server error" for transport-level refusals. */
 const ErrorCode = { ParseError: -32700, InvalidRequest: -32600, InternalError: -32603 } as const;
@@ -86,7 +87,7 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
       service,
       boundAddressId: request.params.addressId,
       authorization: request.headers.authorization,
-      clientIp: request.ip,
+      clientIp: clientKey(request.ip),
       signal: clientGone(reply),
       onInternalError: (error) => {
         metrics.storageErrors.inc();

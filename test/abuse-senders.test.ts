@@ -1,0 +1,193 @@
+// Hostile senders and readers (issue 17): each finding of the security review reproduced
+// over real sockets, and the behaviour that replaces it. Refusals are in the Error shape
+// and counted in /metrics; findings that touch storage run on both engines.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { forEachEngine } from './helpers/engines.js';
+import { startTestServer } from './helpers/server.js';
+import { createAddress, deliver, listEvents, request } from './helpers/http.js';
+
+/** A counter's value in /metrics (0 when the series is absent). */
+export async function metric(base: string, series: string): Promise<number> {
+  const text = (await request(base, 'GET', '/metrics')).text;
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
+/** /healthz answers, and within a generous bound, while an attack runs. */
+export async function assertResponsive(base: string): Promise<void> {
+  const started = performance.now();
+  const res = await request(base, 'GET', '/healthz');
+  assert.equal(res.status, 200);
+  assert.ok(performance.now() - started < 2000, '/healthz answered within 2 s');
+}
+
+describe('secrets never reach the logs (LOG_LEVEL=trace)', () => {
+  it('a ?token= query, a %69nbox path, an encoded secret, headers and unknown routes are all redacted', async () => {
+    const server = await startTestServer('sqlite', { env: { LOG_LEVEL: 'trace' } });
+    try {
+      const base = server.url;
+      const a = await createAddress(base);
+      const secret = a.inbox.split('/').pop()!;
+      const encodedSecret = `%72${secret.slice(1).replace('_', '%5F')}`;
+
+      // The review's two findings: the read token as a query value, the inbox path half-encoded.
+      const byQuery = await request(base, 'GET', `/api/v1/addresses/${a.id}/events?token=${a.token}&after=0`);
+      assert.equal(byQuery.status, 401);
+      const halfEncoded = await deliver(`${base}/api/v1/%69nbox/${a.id}/${secret}`, { type: 'x' });
+      assert.equal(halfEncoded.status, 202, 'the router decodes the path: the delivery is accepted');
+      const encoded = await deliver(`${base}/api/v1/inbox/${a.id}/${encodedSecret}`, { type: 'y' });
+      assert.equal(encoded.status, 202);
+      // Secrets where no route puts them: an unknown path, headers, a failing body, MCP arguments.
+      assert.equal((await request(base, 'GET', `/nowhere/${a.token}/${secret}`)).status, 404);
+      await request(base, 'POST', `/api/v1/inbox/${a.id}/${secret}`, {
+        rawBody: `{"broken": "${a.token}`,
+        headers: { 'content-type': 'application/json', 'x-api-key': secret, authorization: `Bearer ${a.token}` },
+      });
+      await request(base, 'POST', `/mcp/${a.id}`, {
+        body: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'get_return_address', arguments: { read_token: a.token } },
+        },
+        headers: { accept: 'application/json, text/event-stream' },
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300)); // buffered lines (logger.ts)
+      server.roost.logger.flush();
+      const logs = server.logs();
+      const lines = logs.trim().split('\n');
+      assert.ok(lines.length > 6, 'requests were logged');
+      assert.ok(logs.includes(`/api/v1/addresses/${a.id}/events?token=[REDACTED]&after=0`), logs);
+      assert.ok(logs.includes(`/api/v1/inbox/${a.id}/[REDACTED]`));
+      for (const value of [a.token, secret, encodedSecret, a.token.slice(11), secret.slice(14)]) {
+        assert.ok(!logs.includes(value), `a secret (${value.slice(0, 14)}…) reached the logs`);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+await forEachEngine('raw capture drops credential-like headers', (server) => {
+  it('x-api-key, x-auth-token and friends are dropped; signatures and Idempotency-Key are kept', async () => {
+    const base = server().url;
+    const a = await createAddress(base);
+    const res = await request(base, 'POST', `${a.inbox}?raw=1`, {
+      rawBody: '{"ok":true}',
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': 'k-123',
+        'x-auth-token': 't-123',
+        'x-gitlab-token': 'g-123',
+        'x-client-secret': 's-123',
+        'x-auth-user': 'u-123',
+        'api-key': 'a-123',
+        'proxy-authorization': 'Basic eA==',
+        'x-hub-signature-256': 'sha256=abc',
+        'stripe-signature': 't=1,v1=abc',
+        'x-slack-signature': 'v0=abc',
+        'x-slack-request-timestamp': '1',
+        'idempotency-key': 'raw-1',
+      },
+    });
+    assert.equal(res.status, 202, res.text);
+    const stored = (await listEvents(base, a)).body.events[0].data.headers as Record<string, string>;
+    for (const name of ['x-api-key', 'x-auth-token', 'x-gitlab-token', 'x-client-secret', 'x-auth-user', 'api-key']) {
+      assert.equal(stored[name], undefined, `${name} was stored`);
+    }
+    assert.ok(!JSON.stringify(stored).includes('-123'));
+    assert.equal(stored['x-hub-signature-256'], 'sha256=abc');
+    assert.equal(stored['stripe-signature'], 't=1,v1=abc');
+    assert.equal(stored['x-slack-signature'], 'v0=abc');
+    assert.equal(stored['x-slack-request-timestamp'], '1');
+    assert.equal(stored['idempotency-key'], 'raw-1');
+  });
+});
+
+describe('raw capture deny-list is configurable', () => {
+  it('ROOST_RAW_DROP_HEADERS replaces the default list; !name keeps a header', async () => {
+    const server = await startTestServer('sqlite', {
+      env: { ROOST_RAW_DROP_HEADERS: 'x-custom-*, *-token, !x-gitlab-token' },
+    });
+    try {
+      const a = await createAddress(server.url);
+      const res = await request(server.url, 'POST', `${a.inbox}?raw=1`, {
+        rawBody: 'hi',
+        headers: {
+          'content-type': 'text/plain',
+          'x-custom-thing': '1',
+          'x-gitlab-token': 'g',
+          'x-other-token': 'o',
+          'x-api-key': 'k',
+        },
+      });
+      assert.equal(res.status, 202);
+      const stored = (await listEvents(server.url, a)).body.events[0].data.headers as Record<string, string>;
+      assert.deepEqual(
+        [stored['x-custom-thing'], stored['x-gitlab-token'], stored['x-other-token'], stored['x-api-key']],
+        [undefined, 'g', undefined, 'k'],
+      );
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('client IP behind proxies', () => {
+  const creates = async (base: string, forwardedFor: string[]) => {
+    const statuses: number[] = [];
+    for (const value of forwardedFor) {
+      const res = await request(base, 'POST', '/api/v1/addresses', { headers: { 'x-forwarded-for': value } });
+      if (res.status === 429) assert.equal(res.body.error.code, 'rate_limited');
+      statuses.push(res.status);
+    }
+    return statuses;
+  };
+
+  it('ROOST_TRUST_PROXY=true trusts one hop: a spoofed leftmost entry does not pick the bucket', async () => {
+    const server = await startTestServer('sqlite', { env: { ROOST_TRUST_PROXY: 'true', ROOST_CREATE_RATE: '2/hour' } });
+    try {
+      // The client writes the left entries; the proxy in front appends the address it saw.
+      const spoofed = [1, 2, 3, 4, 5, 6].map((i) => `203.0.113.${i}, 198.51.100.9`);
+      assert.deepEqual(await creates(server.url, spoofed), [201, 201, 429, 429, 429, 429]);
+      assert.equal(await metric(server.url, 'roost_refusals_total{code="rate_limited"}'), 4);
+      assert.deepEqual(await creates(server.url, ['203.0.113.1, 198.51.100.10']), [201], 'another client has its own');
+      assert.match(server.logs(), /client IP: the rightmost X-Forwarded-For entry \(1 trusted hop\)/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a hop count and a proxy list pick the rightmost untrusted entry', async () => {
+    for (const [trust, chain] of [
+      ['2', (c: string) => `6.6.6.6, ${c}, 10.0.0.1`],
+      ['127.0.0.1, 10.0.0.0/8', (c: string) => `6.6.6.6, ${c}, 10.0.0.7, 10.0.0.1`],
+    ] as const) {
+      const server = await startTestServer('sqlite', {
+        env: { ROOST_TRUST_PROXY: trust, ROOST_CREATE_RATE: '1/hour' },
+      });
+      try {
+        assert.deepEqual(
+          await creates(server.url, [chain('198.51.100.1'), chain('198.51.100.1'), chain('198.51.100.2')]),
+          [201, 429, 201],
+          trust,
+        );
+      } finally {
+        await server.close();
+      }
+    }
+  });
+
+  it('IPv6 clients are keyed by their /64', async () => {
+    const server = await startTestServer('sqlite', { env: { ROOST_TRUST_PROXY: '1', ROOST_CREATE_RATE: '1/hour' } });
+    try {
+      assert.deepEqual(
+        await creates(server.url, ['2001:db8:1:2::1', '2001:db8:1:2:ffff::9', '2001:0db8:0001:0003::1']),
+        [201, 429, 201],
+      );
+    } finally {
+      await server.close();
+    }
+  });
+});
