@@ -2,6 +2,7 @@
 // over real sockets, and the behaviour that replaces it. Refusals are in the Error shape
 // and counted in /metrics; findings that touch storage run on both engines.
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { describe, it } from 'node:test';
 import { forEachEngine } from './helpers/engines.js';
 import { startTestServer } from './helpers/server.js';
@@ -186,6 +187,67 @@ describe('client IP behind proxies', () => {
         await creates(server.url, ['2001:db8:1:2::1', '2001:db8:1:2:ffff::9', '2001:0db8:0001:0003::1']),
         [201, 429, 201],
       );
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+/** A POST with exactly these headers, Host included (fetch sets Host itself). */
+function rawPost(base: string, path: string, headers: Record<string, string>, body: string) {
+  return new Promise<{ status: number; body: any }>((resolve, reject) => {
+    const req = httpRequest(`${base}${path}`, { method: 'POST', headers }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('MCP refuses foreign browser origins and hosts (DNS rebinding)', () => {
+  const listTools = (base: string, headers: Record<string, string>) =>
+    rawPost(
+      base,
+      '/mcp',
+      { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    );
+
+  it('Origin: http://evil.example with Host: evil.example gets 403; the own origin and no origin pass', async () => {
+    const server = await startTestServer('sqlite');
+    try {
+      const base = server.url;
+      const evil = await listTools(base, { origin: 'http://evil.example', host: 'evil.example' });
+      assert.equal(evil.status, 403);
+      assert.equal(evil.body.error.code, -32000);
+      assert.match(evil.body.error.message, /Origin/);
+      assert.equal(await metric(base, 'roost_refusals_total{code="forbidden_origin"}'), 1);
+      const own = await listTools(base, { origin: new URL(server.config.baseUrl).origin });
+      assert.equal(own.status, 200);
+      assert.equal(own.body.result.tools.length, 5);
+      const noOrigin = await listTools(base, {});
+      assert.deepEqual(noOrigin.body, own.body, 'the same list, built once');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('ROOST_MCP_ALLOWED_ORIGINS adds origins; with ROOST_BASE_URL set, Host must name it', async () => {
+    const server = await startTestServer('sqlite', {
+      env: { ROOST_BASE_URL: 'https://roost.example', ROOST_MCP_ALLOWED_ORIGINS: 'https://app.example' },
+    });
+    try {
+      const base = server.url;
+      assert.equal((await listTools(base, { host: 'roost.example' })).status, 200);
+      assert.equal((await listTools(base, { host: 'roost.example:443', origin: 'https://app.example' })).status, 200);
+      assert.equal((await listTools(base, { host: 'roost.example', origin: 'https://roost.example' })).status, 200);
+      assert.equal((await listTools(base, { host: 'roost.example', origin: 'https://other.example' })).status, 403);
+      const rebound = await listTools(base, { host: 'evil.example' });
+      assert.equal(rebound.status, 403);
+      assert.match(rebound.body.error.message, /Host/);
+      assert.equal(await metric(base, 'roost_refusals_total{code="forbidden_host"}'), 1);
     } finally {
       await server.close();
     }
