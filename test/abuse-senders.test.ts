@@ -2,7 +2,13 @@
 // over real sockets, and the behaviour that replaces it. Refusals are in the Error shape
 // and counted in /metrics; findings that touch storage run on both engines.
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { forEachEngine } from './helpers/engines.js';
 import { startTestServer } from './helpers/server.js';
@@ -249,6 +255,115 @@ describe('MCP refuses foreign browser origins and hosts (DNS rebinding)', () => 
       assert.match(rebound.body.error.message, /Host/);
       assert.equal(await metric(base, 'roost_refusals_total{code="forbidden_host"}'), 1);
     } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('roost listen --forward: one bad event never stops the forwarder', () => {
+  const BIN = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+  /** Runs the built CLI until it exits or `lines` lines are out (then SIGINT). */
+  function listen(dir: string, args: string[], lines: number) {
+    const child = spawn(process.execPath, [BIN, 'listen', ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.split('\n').filter(Boolean).length >= lines) child.kill('SIGINT');
+    });
+    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    return once(child, 'exit').then(([code]) => {
+      clearTimeout(killer);
+      return { code: code as number | null, stdout, stderr };
+    });
+  }
+
+  it('a "€" type is sent percent-encoded, a refused event is parked in the dead-letter file, the rest goes on', async () => {
+    const server = await startTestServer('sqlite');
+    const dir = mkdtempSync(join(tmpdir(), 'roost-listen-'));
+    const received: Array<{ type: string; data: unknown }> = [];
+    // The target refuses one payload for good (422) and takes everything else.
+    const sink = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        const event = JSON.parse(body) as { data: unknown };
+        received.push({ type: String(req.headers['x-roost-event-type']), data: event.data });
+        res.writeHead(event.data === 'poison' ? 422 : 200).end();
+      });
+    });
+    sink.listen(0, '127.0.0.1');
+    await once(sink, 'listening');
+    const target = `http://127.0.0.1:${(sink.address() as { port: number }).port}/hook`;
+    try {
+      const created = await request(server.url, 'POST', '/api/v1/addresses');
+      writeFileSync(join(dir, 'creds.json'), JSON.stringify(created.body));
+      const a = created.body;
+      const inbox = `${server.url}${new URL(a.endpoints.inbox_url).pathname}`;
+      for (const [type, data] of [
+        ['payment.€uro\u009b31m', 1],
+        ['x', 'poison'],
+        ['x', 3],
+      ] as const) {
+        assert.equal((await deliver(inbox, { type, data })).status, 202);
+      }
+      const env = ['--url', server.url, '--credentials', 'creds.json', '--forward', target];
+      const run = await listen(dir, env, 3);
+      assert.equal(run.code, 0, run.stderr);
+      const lines = run.stdout.trim().split('\n');
+      assert.ok(lines[0].includes('\\u009b'), 'a C1 control is escaped in the printed JSON');
+      const printed = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+      assert.deepEqual(
+        printed.map((l) => [l.sequence, l.status ?? 'parked']),
+        [
+          [1, 200],
+          [2, 'parked'],
+          [3, 200],
+        ],
+      );
+      assert.equal(received[0].type, 'payment.%E2%82%ACuro%C2%9B31m');
+      assert.equal(decodeURIComponent(received[0].type), 'payment.€uro\u009b31m');
+      assert.deepEqual(
+        received.map((r) => r.data),
+        [1, 'poison', 3],
+        'the refused event was sent once, not retried',
+      );
+      const deadLetter = join(dir, `.roost-dead-letter-${a.address.id}.jsonl`);
+      const parked = readFileSync(deadLetter, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      assert.equal(parked.length, 1);
+      assert.equal(parked[0].event.sequence, 2);
+      assert.match(parked[0].reason, /422/);
+      assert.equal(statSync(deadLetter).mode & 0o777, 0o600);
+      const events = (
+        await request(server.url, 'GET', `/api/v1/addresses/${a.address.id}/events`, {
+          token: a.credentials.read_token,
+        })
+      ).body.events as Array<{ acknowledged_at?: string }>;
+      assert.ok(
+        events.every((e) => e.acknowledged_at),
+        'every event handled is acknowledged: the queue drains',
+      );
+
+      // --on-fail stop: exit 1 with one line, the cursor left before the refused event.
+      writeFileSync(
+        join(dir, 'creds.json'),
+        JSON.stringify((await request(server.url, 'POST', '/api/v1/addresses')).body),
+      );
+      const b = JSON.parse(readFileSync(join(dir, 'creds.json'), 'utf8'));
+      const inboxB = `${server.url}${new URL(b.endpoints.inbox_url).pathname}`;
+      for (const data of [1, 'poison', 3]) assert.equal((await deliver(inboxB, { data })).status, 202);
+      const stopped = await listen(dir, [...env, '--on-fail', 'stop'], 99);
+      assert.equal(stopped.code, 1);
+      assert.match(stopped.stderr, /^roost: event #2 cannot be forwarded \(.*422\); stopped before it/);
+      assert.equal(JSON.parse(readFileSync(join(dir, `.roost-cursor-${b.address.id}`), 'utf8')).after, 1);
+    } finally {
+      sink.close();
+      rmSync(dir, { recursive: true, force: true });
       await server.close();
     }
   });
