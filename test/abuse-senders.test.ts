@@ -368,3 +368,56 @@ describe('roost listen --forward: one bad event never stops the forwarder', () =
     }
   });
 });
+
+{
+  let offset = 0;
+  await forEachEngine(
+    'a large purge interleaves with appends',
+    (server, engine) => {
+      it('deliveries sent during a sweep of expired addresses are answered before the sweep ends', async () => {
+        const { roost, url } = server();
+        offset = 0;
+        const perAddress = 1000;
+        const expiring = await Promise.all([1, 2, 3].map(() => createAddress(url, { expires_in_seconds: 60 })));
+        for (const a of expiring) {
+          const appends = [];
+          for (let i = 0; i < perAddress; i++) {
+            appends.push(
+              roost.storage.appendEvent(
+                {
+                  addressId: a.id,
+                  type: 'bulk',
+                  source: 'https',
+                  dataJson: JSON.stringify({ i, pad: 'x'.repeat(200) }),
+                  metadataJson: null,
+                  dedupeKey: null,
+                  createdAt: Date.now() + offset,
+                },
+                1000,
+              ),
+            );
+          }
+          await Promise.all(appends);
+        }
+        const live = await createAddress(url);
+        const purgedBefore = await metric(url, 'roost_events_purged_total');
+        offset = 61_000; // the three addresses have expired
+        let sweepDone = false;
+        const sweep = roost.sweeper.sweep().then(() => (sweepDone = true));
+        const answered: boolean[] = [];
+        for (let i = 0; i < 3; i++) {
+          const res = await deliver(live.inbox, { data: i });
+          assert.equal(res.status, 202);
+          answered.push(sweepDone);
+        }
+        await assertResponsive(url);
+        await sweep;
+        if (engine === 'sqlite') assert.equal(answered[0], false, 'the first delivery did not wait for the sweep');
+        assert.equal((await metric(url, 'roost_events_purged_total')) - purgedBefore, 3 * perAddress);
+        assert.equal((await listEvents(url, expiring[0])).status, 404);
+        assert.equal((await listEvents(url, live)).body.events.length, 3, 'nothing accepted is lost');
+      });
+    },
+    { clock: () => Date.now() + offset },
+  );
+}

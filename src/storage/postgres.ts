@@ -50,9 +50,12 @@ const WAKE_CHANNEL = 'roost_wake';
 export const ADVISORY_LOCKS = { namespace: 0x526f6f73, migration: 1, purge: 2 } as const;
 const { namespace: LOCK_NAMESPACE, migration: MIGRATION_LOCK, purge: PURGE_LOCK } = ADVISORY_LOCKS;
 
-/** Rows removed per statement by purge, so that no sweep holds many locks for long. */
+/**
+ * Rows removed per statement by purge, so that no sweep holds many locks, or the disk, for
+ * long: expired addresses are emptied a slice of events at a time before they go.
+ */
 const PURGE_BATCH_ADDRESSES = 500;
-const PURGE_BATCH_EVENTS = 5000;
+const PURGE_BATCH_EVENTS = 1000;
 /** How often (at most) one instance clears full rate buckets, which need no row. */
 const BUCKET_CLEANUP_EVERY_MS = 60_000;
 /** How long a request waits for a connection (from the pool, or a new one) before 503. */
@@ -168,6 +171,14 @@ const SQL = {
            (SELECT count(*) FROM events WHERE address_id IN (SELECT id FROM expired)) AS events,
            pg_notify('${WAKE_CHANNEL}', id) AS notified
     FROM gone`,
+  purgeEventsOfExpired: `
+    DELETE FROM events WHERE id IN (
+      SELECT id FROM events WHERE address_id IN (
+        SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= $1 LIMIT ${PURGE_BATCH_ADDRESSES}
+      )
+      LIMIT ${PURGE_BATCH_EVENTS}
+      FOR UPDATE SKIP LOCKED
+    )`,
   purgeOldEvents: `
     DELETE FROM events WHERE id IN (
       SELECT id FROM events WHERE created_at < $1
@@ -732,6 +743,11 @@ export class PostgresStorage implements Storage {
       const { rows } = await db.query<{ locked: boolean }>(SQL.tryPurgeLock, [LOCK_NAMESPACE, PURGE_LOCK]);
       if (!rows[0].locked) return result;
       try {
+        for (;;) {
+          const emptied = await db.query(SQL.purgeEventsOfExpired, [now]);
+          if (!emptied.rowCount) break;
+          result.eventsPurged += emptied.rowCount;
+        }
         for (;;) {
           const expired = await db.query<{ id: string; events: number }>(SQL.purgeExpiredAddresses, [now]);
           if (expired.rows.length === 0) break;

@@ -19,7 +19,7 @@ export type WriteRequest =
   | { id: number; op: 'call'; method: CallableWrite; args: unknown[] }
   | { id: number; op: 'close' };
 
-export type CallableWrite = 'insertAddress' | 'deleteAddress' | 'ackEvent' | 'ackUpTo' | 'purge' | 'takeToken';
+export type CallableWrite = 'insertAddress' | 'deleteAddress' | 'ackEvent' | 'ackUpTo' | 'purgeStep' | 'takeToken';
 
 /** An error as it crosses the thread boundary (its class is lost; message and code are kept). */
 export interface WireError {

@@ -151,12 +151,15 @@ export class SqliteWrites {
         `UPDATE events SET acknowledged_at = ? WHERE address_key = ${KEY_OF_ID} AND sequence <= ? AND acknowledged_at IS NULL`,
       ),
       expired: db.prepare<[number], { id: string }>(
-        'SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 500',
+        'SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 100',
       ),
       // Past retention: a range of keys (sqlite-event-keys.ts), which holds the unplaced
       // events too (below LOW_KEYS): for those, created_at decides.
       purgeOld: db.prepare(
-        'DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE rowid < ? AND created_at < ? LIMIT 5000)',
+        'DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE rowid < ? AND created_at < ? LIMIT ?)',
+      ),
+      deleteSomeEventsOf: db.prepare(
+        `DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE address_key = ${KEY_OF_ID} LIMIT ?)`,
       ),
       bucket: db.prepare<[string], { tokens: number; updated_at: number }>(
         'SELECT tokens, updated_at FROM rate_buckets WHERE key = ?',
@@ -325,27 +328,42 @@ export class SqliteWrites {
     return this.sql.ackUpTo.run(now, addressId, upTo).changes;
   }
 
+  /** A whole purge at once (tests and tools; the service purges in steps, see sqlite.ts). */
   purge(now: number, retainAfter: number): PurgeResult {
+    const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
+    for (;;) {
+      const step = this.purgeStep(now, retainAfter, 1000);
+      result.expiredAddressIds.push(...step.expiredAddressIds);
+      result.eventsPurged += step.eventsPurged;
+      if (step.done) return result;
+    }
+  }
+
+  /**
+   * One bounded step of a purge: at most `budget` events removed, in one short transaction,
+   * so that appends queued meanwhile run between steps (sqlite.ts calls it until `done`).
+   * Expired addresses lose their events first, a slice at a time, then go themselves.
+   */
+  purgeStep(now: number, retainAfter: number, budget: number): PurgeResult & { done: boolean } {
     this.queues.clear(); // events and addresses may go: every queue's bounds may move
     const expiredAddressIds: string[] = [];
     let eventsPurged = 0;
-    for (;;) {
-      const batch = this.sql.expired.all(now).map((r) => r.id);
-      if (batch.length === 0) break;
-      this.db.transaction(() => {
-        for (const id of batch) {
-          eventsPurged += this.sql.deleteEventsOf.run(id).changes;
-          this.sql.deleteAddress.run(id);
-        }
-      })();
-      expiredAddressIds.push(...batch);
-    }
-    // In slices, so that a large purge never holds the writer for long.
-    for (let changes = -1; changes !== 0;) {
-      changes = this.sql.purgeOld.run(retainAfter * KEYS_PER_MS, retainAfter).changes;
-      eventsPurged += changes;
-    }
-    return { expiredAddressIds, eventsPurged };
+    this.db.transaction(() => {
+      for (const { id } of this.sql.expired.all(now)) {
+        const removed = this.sql.deleteSomeEventsOf.run(id, budget - eventsPurged).changes;
+        eventsPurged += removed;
+        if (eventsPurged >= budget) return; // maybe more left: the next step looks again
+        this.sql.deleteAddress.run(id);
+        expiredAddressIds.push(id);
+      }
+    })();
+    if (eventsPurged >= budget) return { expiredAddressIds, eventsPurged, done: false };
+    // Past retention: a range of keys (sqlite-event-keys.ts), which holds the unplaced
+    // events too (below LOW_KEYS): for those, created_at decides.
+    const slice = budget - eventsPurged;
+    const old = this.sql.purgeOld.run(retainAfter * KEYS_PER_MS, retainAfter, slice).changes;
+    eventsPurged += old;
+    return { expiredAddressIds, eventsPurged, done: old < slice && this.sql.expired.all(now).length === 0 };
   }
 
   takeToken(key: string, limit: number, periodMs: number, now: number): TokenBucketResult {

@@ -71,6 +71,8 @@ const LIVE = '(expires_at IS NULL OR expires_at > @now)';
 
 /** Address records kept in memory (about 1 KiB each); the oldest read goes first. */
 const ADDRESS_CACHE_SIZE = 20_000;
+/** Events one purge step removes: a few milliseconds of the writer, then appends go first. */
+const PURGE_STEP_EVENTS = 1000;
 
 /** Starts the writer thread from its module beside this one. */
 function startWriter(options: WriterOptions): Worker {
@@ -292,10 +294,19 @@ export class SqliteStorage implements Storage {
     return this.call('ackUpTo', addressId, upTo, now);
   }
 
+  /**
+   * In steps of PURGE_STEP_EVENTS, each its own message to the writer: appends sent while a
+   * step runs are committed before the next one, so a large purge delays them by one step.
+   */
   async purge(now: number, retainAfter: number): Promise<PurgeResult> {
-    const result = await this.call<PurgeResult>('purge', now, retainAfter);
-    for (const id of result.expiredAddressIds) this.addressCache.delete(id);
-    return result;
+    const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
+    for (;;) {
+      const step = await this.call<PurgeResult & { done: boolean }>('purgeStep', now, retainAfter, PURGE_STEP_EVENTS);
+      for (const id of step.expiredAddressIds) this.addressCache.delete(id);
+      result.expiredAddressIds.push(...step.expiredAddressIds);
+      result.eventsPurged += step.eventsPurged;
+      if (step.done) return result;
+    }
   }
 
   async takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult> {
