@@ -421,3 +421,51 @@ describe('roost listen --forward: one bad event never stops the forwarder', () =
     { clock: () => Date.now() + offset },
   );
 }
+
+await forEachEngine(
+  'bytes held per address are capped',
+  (server) => {
+    it('past ROOST_MAX_BYTES_PER_ADDRESS a delivery gets 429 with Retry-After, counted; acknowledged events make room', async () => {
+      const base = server().url;
+      const a = await createAddress(base);
+      const chunk = 'x'.repeat(10_000);
+      const statuses: number[] = [];
+      let refused: Awaited<ReturnType<typeof deliver>> | undefined;
+      for (let i = 0; i < 10; i++) {
+        const res = await deliver(a.inbox, { data: { i, chunk } });
+        statuses.push(res.status);
+        if (res.status !== 202) refused ??= res;
+      }
+      // 64 KiB holds six events of ~10 KB; every later one is refused, none silently dropped.
+      assert.deepEqual(statuses, [202, 202, 202, 202, 202, 202, 429, 429, 429, 429]);
+      assert.equal(refused!.body.error.code, 'queue_full');
+      assert.match(refused!.body.error.message, /65536 bytes/);
+      assert.ok(Number(refused!.headers.get('retry-after')) > 0);
+      assert.equal(await metric(base, 'roost_deliveries_total{transport="http",outcome="bytes_full"}'), 4);
+      assert.equal(await metric(base, 'roost_refusals_total{code="queue_full"}'), 4);
+      await assertResponsive(base);
+
+      const held = (await listEvents(base, a)).body.events as Array<{ id: string; sequence: number }>;
+      assert.equal(held.length, 6);
+      for (const event of held.slice(0, 2)) {
+        const ack = await request(base, 'POST', `/api/v1/addresses/${a.id}/events/${event.id}/ack`, { token: a.token });
+        assert.equal(ack.status, 200);
+      }
+      assert.equal((await deliver(a.inbox, { data: { i: 10, chunk } })).status, 202);
+      const after = (await listEvents(base, a)).body.events as Array<{ sequence: number; acknowledged_at?: string }>;
+      assert.deepEqual(
+        after.map((e) => e.sequence),
+        [2, 3, 4, 5, 6, 7],
+        'the oldest acknowledged event made room; every unacknowledged one is still held',
+      );
+      // A small event fits in what is left; a large raw capture does not.
+      assert.equal((await deliver(a.inbox, { data: 'small' })).status, 202);
+      const raw = await request(base, 'POST', `${a.inbox}?raw=1`, {
+        rawBody: 'y'.repeat(30_000),
+        headers: { 'content-type': 'text/plain' },
+      });
+      assert.equal(raw.status, 429);
+    });
+  },
+  { env: { ROOST_MAX_BYTES_PER_ADDRESS: '64KiB' } },
+);

@@ -13,6 +13,7 @@ import type {
 import type { AddressRecord, EventRecord, Storage, TokenBucketResult } from '../storage/storage.js';
 import {
   RoostError,
+  addressBytesFull,
   addressNotFound,
   eventNotFound,
   inboxNotFound,
@@ -363,6 +364,7 @@ export class RoostService {
         createdAt: this.now(),
       },
       EVENT_CAPACITY,
+      this.config.maxBytesPerAddress,
     );
     this.metrics.deliveries.inc({ transport, outcome: result.status });
     switch (result.status) {
@@ -375,6 +377,9 @@ export class RoostService {
         return { status: 200, body: { event: toWireEvent(result.event), duplicate: true } };
       case 'queue_full':
         throw queueFull(60);
+      case 'bytes_full':
+        // The same code as a full count (the queue is full, by bytes); the metric tells them apart.
+        throw addressBytesFull(this.config.maxBytesPerAddress, 60);
       case 'address_not_found':
         // Deleted or expired between authorisation and the append.
         throw transport === 'http' ? inboxNotFound() : addressNotFound();

@@ -55,6 +55,7 @@ interface PendingAppend {
   /** The new event's id, from its created_at: the writer stores it by that millisecond (sqlite-event-keys.ts). */
   id: string;
   capacity: number;
+  maxBytes: number;
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
 }
@@ -244,10 +245,10 @@ export class SqliteStorage implements Storage {
     return deleted;
   }
 
-  appendEvent(input: AppendInput, capacity: number): Promise<AppendResult> {
+  appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
     if (this.closing) return Promise.reject(new Error('storage is closed'));
     return new Promise((resolve, reject) => {
-      this.outbox.push({ input, id: newEventId(input.createdAt), capacity, resolve, reject });
+      this.outbox.push({ input, id: newEventId(input.createdAt), capacity, maxBytes, resolve, reject });
       if (!this.groupCommit) this.sendAppends();
       // Everything parsed in this turn of the event loop goes to the writer in one message.
       else if (this.outbox.length === 1) setImmediate(() => this.sendAppends());
@@ -261,7 +262,7 @@ export class SqliteStorage implements Storage {
     this.outbox = [];
     // Pushed, not mapped: a packed array crosses postMessage faster than map's holey one.
     const items: AppendTuple[] = [];
-    for (const item of batch) items.push(toAppendTuple(item.input, item.id, item.capacity));
+    for (const item of batch) items.push(toAppendTuple(item.input, item.id, item.capacity, item.maxBytes));
     this.send<WireOutcome[]>({ op: 'append', items }).then(
       (outcomes) =>
         batch.forEach((item, i) => {
