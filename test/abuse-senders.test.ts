@@ -10,6 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { clientKey } from '../src/http/client-ip.js';
+import { scrubSecrets } from '../src/http/redact.js';
 import { forEachEngine } from './helpers/engines.js';
 import { startTestServer } from './helpers/server.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
@@ -469,3 +472,51 @@ await forEachEngine(
   },
   { env: { ROOST_MAX_BYTES_PER_ADDRESS: '64KiB' } },
 );
+
+describe('the pieces, one by one', () => {
+  it('scrubSecrets cuts every secret shape: known kinds, a later kind, percent-encoded ones', () => {
+    const body = 'A'.repeat(43);
+    for (const secret of [
+      `roost_read_${body}`,
+      `roost_ingress_${body}`,
+      `roost_view_${body}`,
+      `%72oost%5Fread_${body}`,
+      `roost_ingress%5F${body.slice(0, 10)}%2D${body.slice(10)}`,
+    ]) {
+      assert.equal(scrubSecrets(`{"msg":"x ${secret} y"}`), '{"msg":"x [REDACTED] y"}', secret);
+    }
+    assert.equal(scrubSecrets('roost_deliveries_total and 50%'), 'roost_deliveries_total and 50%');
+  });
+
+  it('clientKey: IPv4 as is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64 however written', () => {
+    assert.equal(clientKey('203.0.113.7'), '203.0.113.7');
+    assert.equal(clientKey('::ffff:203.0.113.7'), '203.0.113.7');
+    assert.equal(clientKey('2001:db8:1:2::1'), '2001:db8:1:2::/64');
+    assert.equal(clientKey('2001:0DB8:0001:0002:aaaa:bbbb:cccc:dddd'), '2001:db8:1:2::/64');
+    assert.equal(clientKey('2001:db8::1'), '2001:db8:0:0::/64');
+    assert.equal(clientKey('::1'), '0:0:0:0::/64');
+  });
+
+  it('configuration: the new settings, their defaults and their refusals', () => {
+    const defaults = loadConfig({});
+    assert.equal(defaults.maxBytesPerAddress, 64 * 1024 * 1024);
+    assert.ok(defaults.rawDropHeaders.includes('*-token'));
+    assert.deepEqual(defaults.mcpAllowedOrigins, []);
+    assert.equal(defaults.trustProxy, false);
+    assert.equal(loadConfig({ ROOST_TRUST_PROXY: 'true' }).trustProxy, 1);
+    assert.equal(loadConfig({ ROOST_MAX_BYTES_PER_ADDRESS: '0' }).maxBytesPerAddress, 0);
+    assert.equal(loadConfig({ ROOST_MAX_BYTES_PER_ADDRESS: '1GiB' }).maxBytesPerAddress, 1024 ** 3);
+    assert.deepEqual(loadConfig({ ROOST_RAW_DROP_HEADERS: 'none' }).rawDropHeaders, []);
+    assert.deepEqual(
+      loadConfig({ ROOST_MCP_ALLOWED_ORIGINS: 'https://a.example/, http://b.example:8080' }).mcpAllowedOrigins,
+      ['https://a.example', 'http://b.example:8080'],
+    );
+    for (const env of [
+      { ROOST_MAX_BYTES_PER_ADDRESS: '10' },
+      { ROOST_RAW_DROP_HEADERS: 'x-(a|b)' },
+      { ROOST_MCP_ALLOWED_ORIGINS: 'evil' },
+    ]) {
+      assert.throws(() => loadConfig(env), ConfigError, JSON.stringify(env));
+    }
+  });
+});
