@@ -16,6 +16,7 @@ import { scrubSecrets } from '../src/http/redact.js';
 import { forEachEngine } from './helpers/engines.js';
 import { startTestServer } from './helpers/server.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
+import { SmtpDialogue, message } from './helpers/smtp.js';
 
 /** A counter's value in /metrics (0 when the series is absent). */
 export async function metric(base: string, series: string): Promise<number> {
@@ -517,6 +518,37 @@ describe('the pieces, one by one', () => {
       { ROOST_MCP_ALLOWED_ORIGINS: 'evil' },
     ]) {
       assert.throws(() => loadConfig(env), ConfigError, JSON.stringify(env));
+    }
+  });
+});
+
+describe('bytes cap over SMTP', () => {
+  it('mail past the byte cap gets 452 at DATA, never a silent drop, and is counted', async () => {
+    const offline = async () => {
+      throw Object.assign(new Error('offline'), { code: 'ENOTFOUND' });
+    };
+    const server = await startTestServer('sqlite', {
+      env: { ROOST_MAX_BYTES_PER_ADDRESS: '32KiB' },
+      smtp: { port: 0, dnsResolver: offline },
+    });
+    try {
+      const a = await createAddress(server.url);
+      const smtp = await SmtpDialogue.open(server.roost.smtpPort!);
+      const codes: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const mail = message(
+          { From: 'a@sender.test', To: a.email, Subject: `big ${i}`, 'Message-ID': `<big-${i}@sender.test>` },
+          'z'.repeat(12_000),
+        );
+        const replies = await smtp.send('a@sender.test', [a.email], mail);
+        codes.push(replies[replies.length - 1].code);
+      }
+      await smtp.quit();
+      assert.deepEqual(codes, [250, 250, 452, 452]);
+      assert.equal(await metric(server.url, 'roost_deliveries_total{transport="email",outcome="bytes_full"}'), 2);
+      assert.equal((await listEvents(server.url, a)).body.events.length, 2);
+    } finally {
+      await server.close();
     }
   });
 });
