@@ -5,12 +5,13 @@
 // when stderr is a terminal. Exit status: 0 done, 1 failed (one line on stderr), 2 bad usage.
 import { readFileSync } from 'node:fs';
 import { chmod, open, readFile, rename, unlink, writeFile } from 'node:fs/promises';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, ENV_VARS, loadConfig } from './config.js';
 import { RoostClient } from './client/client.js';
 import { parseCredentials } from './client/credentials.js';
 import { readCursorFile, writeCursorFile } from './client/cursor-file.js';
 import { RoostError, RoostNetworkError } from './client/errors.js';
+import { appendDeadLetter } from './client/dead-letter.js';
 import { forwardEvents } from './client/forwarder.js';
 import { retryTransient } from './client/retry.js';
 import type { UpdateAddress } from './credential-schemas.js';
@@ -37,12 +38,29 @@ function note(message: string): void {
 
 /** A whole response: indented for a person at a terminal, one line for a program. */
 function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, process.stdout.isTTY ? 2 : undefined)}\n`);
+  process.stdout.write(
+    `${escapeTerminalControls(JSON.stringify(value, null, process.stdout.isTTY ? 2 : undefined))}\n`,
+  );
 }
 
-/** One record of a stream: always one line, so that `| jq -c`, `| head -1` work. */
+/**
+ * One record of a stream: always one line, so that `| jq -c`, `| head -1` work. JSON
+ * escapes C0 controls itself; C1 controls, line separators and bidi overrides that a sender
+ * put in an event are escaped too (the same JSON value), so no terminal acts on them.
+ */
 function printLine(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value)}\n`);
+  process.stdout.write(`${escapeTerminalControls(JSON.stringify(value))}\n`);
+}
+
+const TERMINAL_CONTROLS = /[\u0080-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+function escapeTerminalControls(json: string): string {
+  return json.replace(TERMINAL_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** Text from a sender for a human line: control characters (and bidi overrides) shown as `?`. */
+function printable(text: string): string {
+  return text.replace(/[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu, '?');
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -448,10 +466,21 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-async function listen(flags: ServiceFlags & { forward: string; cursorFile?: string; includeAcked?: boolean }) {
+type OnFail = 'park' | 'skip' | 'stop';
+
+async function listen(
+  flags: ServiceFlags & {
+    forward: string;
+    cursorFile?: string;
+    includeAcked?: boolean;
+    onFail: OnFail;
+    deadLetter?: string;
+  },
+) {
   const client = await addressClient(flags);
   const addressId = client.addressId!;
   const cursorFile = flags.cursorFile ?? `.roost-cursor-${addressId}`;
+  const deadLetter = flags.deadLetter ?? `.roost-dead-letter-${addressId}.jsonl`;
   let after: number;
   try {
     after = (await readCursorFile(cursorFile, addressId)) ?? 0;
@@ -460,23 +489,39 @@ async function listen(flags: ServiceFlags & { forward: string; cursorFile?: stri
   }
   const signal = stopSignal();
   note(`Forwarding ${addressId} → ${flags.forward}, after #${after} (cursor in ${cursorFile}; Ctrl-C to stop)`);
-  await forwardEvents({
+  // Event ids and types come from senders: printed only with control characters replaced.
+  const stopped = await forwardEvents({
     client,
     target: flags.forward,
     after,
     signal,
     includeAcknowledged: flags.includeAcked,
+    onFail: flags.onFail,
+    park: (event, reason) => appendDeadLetter(deadLetter, event, reason),
     saveCursor: (sequence) => writeCursorFile(cursorFile, addressId, sequence),
     onForwarded: (event, status, attempts) => {
       printLine({ id: event.id, sequence: event.sequence, type: event.type, status, attempts });
       note(
-        `#${event.sequence} ${event.id} ${event.type} → ${status}${attempts > 1 ? ` after ${attempts} attempts` : ''}`,
+        `#${event.sequence} ${printable(event.id)} ${printable(event.type)} → ${status}${attempts > 1 ? ` after ${attempts} attempts` : ''}`,
       );
     },
-    onSkipped: (event) => note(`#${event.sequence} ${event.id} already acknowledged; skipped`),
+    onPermanentFailure: (event, reason) => {
+      const outcome = flags.onFail === 'park' ? 'parked' : 'skipped';
+      printLine({ id: event.id, sequence: event.sequence, type: event.type, [outcome]: reason });
+      note(
+        `#${event.sequence} ${printable(event.id)} ${printable(event.type)}: ${printable(reason)}; ${outcome}` +
+          (outcome === 'parked' ? ` in ${deadLetter}` : ''),
+      );
+    },
+    onSkipped: (event) => note(`#${event.sequence} ${printable(event.id)} already acknowledged; skipped`),
     onRetry: (event, reason, delay) =>
-      note(`${event ? `#${event.sequence}: ` : ''}${reason}; retrying in ${seconds(delay)}`),
+      note(`${event ? `#${event.sequence}: ` : ''}${printable(reason)}; retrying in ${seconds(delay)}`),
   });
+  if (stopped) {
+    throw new Error(
+      `event #${stopped.event.sequence} cannot be forwarded (${printable(stopped.reason)}); stopped before it (--on-fail stop)`,
+    );
+  }
   note('Stopped.');
 }
 
@@ -617,6 +662,12 @@ function buildProgram(): Command {
     .requiredOption('--forward <url>', 'where to POST each event', httpUrl)
     .option('--cursor-file <file>', 'where the cursor is kept [.roost-cursor-<addressId>]')
     .option('--include-acked', 'also forward events already acknowledged')
+    .addOption(
+      new Option('--on-fail <action>', 'when the target can never take an event: park it, skip it, or stop')
+        .choices(['park', 'skip', 'stop'])
+        .default('park'),
+    )
+    .option('--dead-letter <file>', 'where parked events go, one JSON line each [.roost-dead-letter-<addressId>.jsonl]')
     .action(listen);
 
   return program;

@@ -31,10 +31,19 @@ export interface Config {
   smtpHost: string;
   mailDomain: string;
   createRate: RateSpec;
-  /** Fastify's trustProxy: false, true, a hop count or a list of addresses/CIDRs. */
-  trustProxy: boolean | number | string[];
+  /**
+   * Which X-Forwarded-For entries come from trusted proxies: none (false), the nearest N
+   * hops (`true` is 1: the proxy in front), or those from a list of addresses/CIDRs.
+   */
+  trustProxy: false | number | string[];
   maxBodyBytes: number;
   maxEmailBytes: number;
+  /** Bytes of events one address may hold (0: no limit); beyond it deliveries get 429. */
+  maxBytesPerAddress: number;
+  /** Glob patterns of header names raw capture drops (`!pattern` keeps); see raw-capture.ts. */
+  rawDropHeaders: string[];
+  /** Browser origins allowed to call /mcp besides the base URL's own (DNS rebinding, MCP transport spec). */
+  mcpAllowedOrigins: string[];
   defaultTtlSeconds?: number;
   maxTtlSeconds?: number;
   /** Live view tokens one address may hold at once. */
@@ -66,6 +75,9 @@ export const ENV_VARS = [
   'ROOST_TRUST_PROXY',
   'ROOST_MAX_BODY_BYTES',
   'ROOST_MAX_EMAIL_BYTES',
+  'ROOST_MAX_BYTES_PER_ADDRESS',
+  'ROOST_RAW_DROP_HEADERS',
+  'ROOST_MCP_ALLOWED_ORIGINS',
   'ROOST_DEFAULT_TTL_SECONDS',
   'ROOST_MAX_TTL_SECONDS',
   'ROOST_MAX_VIEW_TOKENS',
@@ -108,7 +120,9 @@ export function parseRate(text: string): RateSpec {
 
 function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
   if (raw === undefined || raw === '' || /^(0|false|off|no)$/i.test(raw)) return false;
-  if (/^(true|on|yes)$/i.test(raw)) return true;
+  // `true` trusts the one proxy in front, not every hop: the client writes the leftmost
+  // entries itself, so only the one that proxy appended names the client.
+  if (/^(true|on|yes)$/i.test(raw)) return 1;
   if (/^\d+$/.test(raw)) return Number(raw);
   return raw
     .split(',')
@@ -116,16 +130,75 @@ function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
     .filter(Boolean);
 }
 
-function parseSize(env: Env, name: string, fallback: number): number {
+function parseSize(env: Env, name: string, fallback: number, { zeroMeansNone = false } = {}): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  const match = /^\s*(\d+)\s*(b|kb|kib|k|mb|mib|m)?\s*$/i.exec(raw);
+  const match = /^\s*(\d+)\s*(b|kb|kib|k|mb|mib|m|gb|gib|g)?\s*$/i.exec(raw);
   if (!match) throw new ConfigError(`${name} must be a byte count such as 262144, 256KiB or 10MiB, got "${raw}"`);
   const unit = (match[2] ?? 'b').toLowerCase();
-  const factor = unit.startsWith('k') ? 1024 : unit.startsWith('m') ? 1024 * 1024 : 1;
+  const factor = unit.startsWith('k') ? 1024 : unit.startsWith('m') ? 1024 ** 2 : unit.startsWith('g') ? 1024 ** 3 : 1;
   const value = Number(match[1]) * factor;
-  if (value < 1024) throw new ConfigError(`${name} must be at least 1 KiB`);
+  if (zeroMeansNone && value === 0) return 0;
+  if (value < 1024) throw new ConfigError(`${name} must be at least 1 KiB${zeroMeansNone ? ' (or 0: no limit)' : ''}`);
   return value;
+}
+
+/**
+ * The default of ROOST_RAW_DROP_HEADERS: names that carry a sender's credentials (API
+ * keys, shared tokens, session ids). `!name` keeps a header a pattern would drop. Signature
+ * headers (x-hub-signature-256, stripe-signature, svix-signature…) match none of these:
+ * a signature proves the body without granting anything, and readers need it.
+ */
+export const DEFAULT_RAW_DROP_HEADERS = [
+  'proxy-authorization',
+  'set-cookie',
+  '*-key',
+  '*-token',
+  '*-secret',
+  '*-password',
+  '*-credential',
+  '*-credentials',
+  '*-session',
+  '*-session-id',
+  'x-auth*',
+  'api-key',
+  'apikey',
+  '!idempotency-key',
+];
+
+function parseHeaderPatterns(raw: string | undefined): string[] {
+  if (raw === undefined || raw.trim() === '') return DEFAULT_RAW_DROP_HEADERS;
+  if (/^\s*none\s*$/i.test(raw)) return [];
+  const patterns = raw
+    .split(',')
+    .map((p) => p.trim().toLowerCase())
+    .filter(Boolean);
+  for (const pattern of patterns) {
+    if (!/^!?[a-z0-9*_-]+$/.test(pattern))
+      throw new ConfigError(
+        `ROOST_RAW_DROP_HEADERS: "${pattern}" is not a header name pattern (letters, digits, -, _ and *)`,
+      );
+  }
+  return patterns;
+}
+
+function parseOrigins(raw: string | undefined): string[] {
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((origin) => {
+      try {
+        const url = new URL(origin);
+        if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
+        return url.origin;
+      } catch {
+        throw new ConfigError(
+          `ROOST_MCP_ALLOWED_ORIGINS: "${origin}" is not an http(s) origin such as https://app.example`,
+        );
+      }
+    });
 }
 
 export function loadConfig(env: Env = {}): Config {
@@ -171,6 +244,9 @@ export function loadConfig(env: Env = {}): Config {
     trustProxy: parseTrustProxy(env.ROOST_TRUST_PROXY),
     maxBodyBytes: parseSize(env, 'ROOST_MAX_BODY_BYTES', 256 * 1024),
     maxEmailBytes: parseSize(env, 'ROOST_MAX_EMAIL_BYTES', 10 * 1024 * 1024),
+    maxBytesPerAddress: parseSize(env, 'ROOST_MAX_BYTES_PER_ADDRESS', 64 * 1024 * 1024, { zeroMeansNone: true }),
+    rawDropHeaders: parseHeaderPatterns(env.ROOST_RAW_DROP_HEADERS),
+    mcpAllowedOrigins: parseOrigins(env.ROOST_MCP_ALLOWED_ORIGINS),
     defaultTtlSeconds,
     maxTtlSeconds,
     maxViewTokens: integer(env, 'ROOST_MAX_VIEW_TOKENS', 20, 1, 1000),

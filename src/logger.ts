@@ -1,10 +1,14 @@
-// JSON logs on stdout (CONTRACT §10) with secrets cut out: the Authorization header and
-// the secret segment of inbox URLs never reach a log line (CONTRACT §1).
+// JSON logs on stdout (CONTRACT §10) with secrets cut out (CONTRACT §1): request URLs are
+// logged by their matched route with secret parameters and credential-like query values
+// redacted, no header is logged, and every line is scrubbed of secret-shaped text last.
+import type { FastifyRequest } from 'fastify';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { redactUrl } from './http/redact.js';
+import { redactRequestUrl, redactUrl, scrubSecrets } from './http/redact.js';
 
 /** The longest a log line waits in the buffer before it is written. */
 const LOG_FLUSH_MS = 100;
+
+type LoggedRequest = Partial<FastifyRequest> & { method: string; url: string; ip?: string };
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
@@ -21,13 +25,16 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         censor: '[REDACTED]',
       },
       serializers: {
-        req: (req: { method: string; url: string; ip?: string }) => ({
+        req: (req: LoggedRequest) => ({
           method: req.method,
-          url: redactUrl(req.url),
+          url: req.routeOptions === undefined ? redactUrl(req.url) : redactRequestUrl(req as FastifyRequest),
           ip: req.ip,
         }),
         err: pino.stdSerializers.err,
       },
+      // The last line of defence: whatever a line holds — a message quoting input, an
+      // error echoing a header — nothing shaped like a secret leaves the process.
+      hooks: { streamWrite: scrubSecrets },
     },
     // stdout in blocks of 8 KiB, and at least every 100 ms: one write(2) per line took
     // ~12% of the event loop's CPU under ingest (~5 µs a line on this machine). Buffered

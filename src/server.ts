@@ -9,6 +9,7 @@ import { RoostService, type Clock } from './core/service.js';
 import { Sweeper } from './core/sweeper.js';
 import { Waiters } from './core/waiters.js';
 import { buildApp } from './http/app.js';
+import { describeClientIp } from './http/client-ip.js';
 import { startSmtpServer, type SmtpOptions } from './smtp/server.js';
 import { createLogger } from './logger.js';
 import { openStorage } from './storage/open.js';
@@ -93,9 +94,12 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
 
   // CONTRACT §10: the start-up line is printed whatever LOG_LEVEL says (unless silent).
   const startLogger = config.logLevel === 'silent' ? logger : logger.child({}, { level: 'info' });
+  // Behind a proxy, which X-Forwarded-For entry is believed is said at start (ROOST_TRUST_PROXY).
+  const clientIp = describeClientIp(config.trustProxy);
   startLogger.info(
-    { http: url, baseUrl: config.baseUrl, smtpPort, storage: storage.description },
-    `Roost listening on ${url} (SMTP ${smtpPort ?? 'off'}, storage ${storage.description})`,
+    { http: url, baseUrl: config.baseUrl, smtpPort, storage: storage.description, clientIp },
+    `Roost listening on ${url} (SMTP ${smtpPort ?? 'off'}, storage ${storage.description}` +
+      `${config.trustProxy === false ? '' : `, client IP: ${clientIp}`})`,
   );
   logger.flush(); // out now, not with the next block of lines (see logger.ts)
 

@@ -148,7 +148,7 @@ describe('configuration', () => {
     assert.equal(config.baseUrl, 'https://roost.example');
     assert.equal(config.mailDomain, 'mail.example');
     assert.deepEqual([config.createRate.limit, config.createRate.periodMs], [5, 1000]);
-    assert.equal(config.trustProxy, true);
+    assert.equal(config.trustProxy, 1);
     assert.equal(config.maxBodyBytes, 1024 * 1024);
     assert.equal(config.maxEmailBytes, 2097152);
     assert.deepEqual([config.defaultTtlSeconds, config.maxTtlSeconds], [60, 120]);

@@ -3,7 +3,10 @@
 // a relay that pushes and forgets, the queue is durable: an event is retried until the
 // target answers 2xx, the next one waits for it (no reordering), and only then is the
 // cursor saved and the event acknowledged. Delivery is at least once: a crash between the
-// target's 2xx and the cursor save sends that one event again on restart.
+// target's 2xx and the cursor save sends that one event again on restart. A failure that
+// retrying cannot fix (the target refuses the content, or the request cannot be built) is
+// permanent: the event is parked, skipped or stops the forwarder (`onFail`), so that one
+// bad event never blocks the queue behind it.
 import { backoffDelay, sleep, type BackoffOptions } from './backoff.js';
 import type { RoostClient } from './client.js';
 import { RoostError, describeNetworkFailure, isAbortError } from './errors.js';
@@ -28,13 +31,29 @@ export interface ForwardOptions {
   timeoutMs?: number;
   onForwarded?(event: Event, status: number, attempts: number): void;
   onSkipped?(event: Event): void;
+  /**
+   * What a permanent failure does: `park` hands the event to `park` (a dead-letter file),
+   * then acknowledges it and goes on; `skip` acknowledges it and goes on; `stop` resolves
+   * with the failure, the cursor still before the event. Default `park`.
+   */
+  onFail?: 'park' | 'skip' | 'stop';
+  park?(event: Event, reason: string): Promise<void>;
+  /** A permanent failure, after `onFail` was applied (unless it is `stop`). */
+  onPermanentFailure?(event: Event, reason: string): void;
   /** A failed attempt; `event` is undefined when reading the queue failed. */
   onRetry?(event: Event | undefined, reason: string, delayMs: number, attempt: number): void;
 }
 
-export async function forwardEvents(options: ForwardOptions): Promise<void> {
+/** Why forwarding stopped early under `onFail: 'stop'`, or undefined when it was aborted. */
+export interface ForwardStop {
+  event: Event;
+  reason: string;
+}
+
+export async function forwardEvents(options: ForwardOptions): Promise<ForwardStop | undefined> {
   const { client, signal } = options;
   const backoff = { initialDelayMs: 500, ...options.backoff };
+  const onFail = options.onFail ?? 'park';
   const events = client.events({
     after: options.after,
     signal,
@@ -46,43 +65,84 @@ export async function forwardEvents(options: ForwardOptions): Promise<void> {
       options.onSkipped?.(event);
       continue;
     }
-    const delivered = await postUntilAccepted(event, options, backoff);
-    if (delivered === undefined) return; // aborted: the cursor stays before this event
+    const delivered = await postUntilSettled(event, options, backoff);
+    if (delivered === undefined) return undefined; // aborted: the cursor stays before this event
+    if ('permanent' in delivered) {
+      if (onFail === 'stop') return { event, reason: delivered.permanent };
+      if (onFail === 'park') {
+        if (!options.park) throw new Error('forwardEvents: onFail "park" needs a park function');
+        await options.park(event, delivered.permanent);
+      }
+      await options.saveCursor(event.sequence);
+      options.onPermanentFailure?.(event, delivered.permanent);
+      if (!(await ackWithRetry(event, options, backoff))) return undefined;
+      continue;
+    }
     await options.saveCursor(event.sequence);
     const acked = await ackWithRetry(event, options, backoff);
     options.onForwarded?.(event, delivered.status, delivered.attempts);
-    if (!acked) return;
+    if (!acked) return undefined;
   }
+  return undefined;
 }
 
-async function postUntilAccepted(event: Event, options: ForwardOptions, backoff: BackoffOptions) {
+/**
+ * A header value that any HTTP stack accepts: visible ASCII and spaces as they are, every
+ * other character (and `%`) percent-encoded as UTF-8. Event types come from senders.
+ */
+export function headerValue(text: string): string {
+  return text.replace(/[^\x20-\x24\x26-\x7e]/gu, (c) =>
+    [...Buffer.from(c, 'utf8')].map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+  );
+}
+
+/** Answers that say the target will never take this content, however often it is sent. */
+const PERMANENT_STATUSES = new Set([400, 413, 415, 422]);
+
+type Settled = { status: number; attempts: number } | { permanent: string };
+
+async function postUntilSettled(
+  event: Event,
+  options: ForwardOptions,
+  backoff: BackoffOptions,
+): Promise<Settled | undefined> {
   const { signal } = options;
+  let request: RequestInit;
+  try {
+    const body = JSON.stringify(event);
+    const headers = new Headers({
+      'content-type': 'application/json',
+      'user-agent': 'roost-listen',
+      'x-roost-event-id': headerValue(event.id),
+      'x-roost-sequence': String(event.sequence),
+      'x-roost-event-type': headerValue(event.type),
+      'x-roost-address-id': headerValue(event.address_id),
+    });
+    request = { method: 'POST', headers, body };
+  } catch (error) {
+    return { permanent: `the request cannot be built: ${(error as Error).message}` };
+  }
   for (let attempt = 0; ; attempt++) {
     if (signal.aborted) return undefined;
     let reason: string;
     try {
       const response = await fetch(options.target, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'roost-listen',
-          'x-roost-event-id': event.id,
-          'x-roost-sequence': String(event.sequence),
-          'x-roost-event-type': event.type,
-          'x-roost-address-id': event.address_id,
-        },
-        body: JSON.stringify(event),
+        ...request,
         signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs ?? 30_000)]),
       });
       await response.arrayBuffer().catch(() => undefined); // free the connection
       if (response.ok) return { status: response.status, attempts: attempt + 1 };
       reason = `${options.target} answered ${response.status}`;
+      if (PERMANENT_STATUSES.has(response.status)) return { permanent: reason };
     } catch (error) {
       if (signal.aborted) return undefined;
-      reason =
-        isAbortError(error) || (error as Error).name === 'TimeoutError'
-          ? `${options.target} did not answer in time`
-          : `cannot reach ${options.target}: ${describeNetworkFailure(error)}`;
+      if (isAbortError(error) || (error as Error).name === 'TimeoutError')
+        reason = `${options.target} did not answer in time`;
+      // fetch throws a TypeError with a cause for network failures; without one, it refused
+      // the request itself, and it would refuse it again.
+      else if (error instanceof TypeError && (error as Error & { cause?: unknown }).cause === undefined)
+        return { permanent: `the request cannot be sent: ${error.message}` };
+      else reason = `cannot reach ${options.target}: ${describeNetworkFailure(error)}`;
     }
     const delay = backoffDelay(attempt, backoff);
     options.onRetry?.(event, reason, delay, attempt + 1);

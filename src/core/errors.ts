@@ -84,5 +84,13 @@ export const queueFull = (retryAfterSeconds: number) =>
     { 'Retry-After': String(retryAfterSeconds) },
   );
 
+export const addressBytesFull = (maxBytes: number, retryAfterSeconds: number) =>
+  new RoostError(
+    'queue_full',
+    429,
+    `The return address holds its limit of ${maxBytes} bytes of unacknowledged events; nothing is dropped, so this delivery is refused until the reader acknowledges events. Retry later.`,
+    { 'Retry-After': String(retryAfterSeconds) },
+  );
+
 export const unavailable = (message = 'Storage is unavailable; retry shortly.') =>
   new RoostError('unavailable', 503, message, { 'Retry-After': '1' });

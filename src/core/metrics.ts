@@ -46,6 +46,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly refusals = new Counter({
+    name: 'roost_refusals_total',
+    help: 'Requests refused for the client to fix or retry (4xx), by error code: rate_limited, queue_full, forbidden…',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+
   readonly streamsOpen: Gauge;
 
   constructor(heldPolls: () => number, openStreams: () => number) {

@@ -4,9 +4,31 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { PRODUCT } from '../config.js';
 
+/** Every kind of secret this service issues: `${PRODUCT}_${kind}_…`. A new kind goes here, so logs scrub it too. */
+export const SECRET_KINDS = ['read', 'ingress'] as const;
 export const READ_TOKEN_PREFIX = `${PRODUCT}_read_`;
 export const INGRESS_SECRET_PREFIX = `${PRODUCT}_ingress_`;
 export const VIEW_TOKEN_PREFIX = `${PRODUCT}_view_`;
+
+/** A character as written, or percent-encoded (a URL may encode any character of a secret). */
+const literalOrEncoded = (c: string) =>
+  `(?:${c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}|%${c.charCodeAt(0).toString(16).padStart(2, '0')})`;
+const encodedWord = (word: string) => [...word].map(literalOrEncoded).join('');
+const SECRET_BODY = '[A-Za-z0-9_-]';
+
+/**
+ * Text shaped like a secret of this service: a known kind with any body, or any
+ * `${PRODUCT}_word_` followed by 32+ random-looking characters (a kind added later).
+ */
+export const SECRET_SHAPE = new RegExp(
+  `${PRODUCT}_(?:(?:${SECRET_KINDS.join('|')})_${SECRET_BODY}*|[a-z]+_${SECRET_BODY}{32,})`,
+  'g',
+);
+/** The same, with any of its characters percent-encoded (`%72oost_read_…`); case-insensitive hex. */
+export const ENCODED_SECRET_SHAPE = new RegExp(
+  `${encodedWord(PRODUCT)}${literalOrEncoded('_')}(?:(?:${SECRET_KINDS.map(encodedWord).join('|')})${literalOrEncoded('_')}(?:${SECRET_BODY}|%[0-9A-Fa-f]{2})*|(?:[a-z]|%[67][0-9a-fA-F])+${literalOrEncoded('_')}(?:${SECRET_BODY}|%[0-9A-Fa-f]{2}){32,})`,
+  'gi',
+);
 
 const random = (bytes: number) => randomBytes(bytes).toString('base64url');
 

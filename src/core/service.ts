@@ -29,6 +29,7 @@ import type {
 } from '../storage/storage.js';
 import {
   RoostError,
+  addressBytesFull,
   addressNotFound,
   eventNotFound,
   forbidden,
@@ -522,6 +523,7 @@ export class RoostService {
         createdAt: this.now(),
       },
       EVENT_CAPACITY,
+      this.config.maxBytesPerAddress,
     );
     this.metrics.deliveries.inc({ transport, outcome: result.status });
     switch (result.status) {
@@ -534,6 +536,9 @@ export class RoostService {
         return { status: 200, body: { event: toWireEvent(result.event), duplicate: true } };
       case 'queue_full':
         throw queueFull(60);
+      case 'bytes_full':
+        // The same code as a full count (the queue is full, by bytes); the metric tells them apart.
+        throw addressBytesFull(this.config.maxBytesPerAddress, 60);
       case 'address_not_found':
         // Deleted or expired between authorisation and the append.
         throw transport === 'http' ? inboxNotFound() : addressNotFound();

@@ -16,6 +16,7 @@ import type { Metrics } from '../core/metrics.js';
 import type { RoostService } from '../core/service.js';
 import type { Waiters } from '../core/waiters.js';
 import type { Storage } from '../storage/storage.js';
+import { fastifyTrustProxy } from './client-ip.js';
 import { installErrorHandling, renderClientError, renderFrameworkError } from './errors.js';
 import { addressRoutes } from './routes/addresses.js';
 import { credentialRoutes } from './routes/credentials.js';
@@ -80,8 +81,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance,
     bodyLimit: config.maxBodyBytes,
-    // A hop count is accepted at run time (proxy-addr) though Fastify's types omit it.
-    trustProxy: config.trustProxy as boolean | string[],
+    trustProxy: fastifyTrustProxy(config.trustProxy),
     onProtoPoisoning: 'ignore', // bodies are stored, never merged into objects: keep them as sent
     onConstructorPoisoning: 'ignore',
     return503OnClosing: false, // answered by the onRequest hook below, in the Error shape

@@ -98,6 +98,7 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
     if (error instanceof RoostError) {
       // Storage that cannot be reached answers 503 `unavailable`: count it with the crashes.
       if (error.code === 'unavailable') metrics.storageErrors.inc();
+      else if (error.status < 500) metrics.refusals.inc({ code: error.code });
       return sendError(reply, error);
     }
     if (error.validation) {

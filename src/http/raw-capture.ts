@@ -62,7 +62,8 @@ export function rawCaptureType(query: RawQuery): string | undefined {
 }
 
 // Credentials never reach storage (CONTRACT §1, §3.1); hop-by-hop headers describe the
-// connection to us, not the sender's message (RFC 9110 §7.6.1).
+// connection to us, not the sender's message (RFC 9110 §7.6.1). These go whatever the
+// operator configures; ROOST_RAW_DROP_HEADERS adds the credential-like rest.
 const DROPPED_HEADERS = new Set([
   'authorization',
   'cookie',
@@ -74,7 +75,18 @@ const DROPPED_HEADERS = new Set([
   'upgrade',
 ]);
 
-export function storedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+/** Whether a (lower-case) header name is dropped, by glob patterns (`*` any run of characters). */
+export type HeaderFilter = (name: string) => boolean;
+
+export function headerFilter(patterns: readonly string[]): HeaderFilter {
+  const glob = (pattern: string) =>
+    new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`, 'i');
+  const keep = patterns.filter((p) => p.startsWith('!')).map((p) => glob(p.slice(1)));
+  const drop = patterns.filter((p) => !p.startsWith('!')).map(glob);
+  return (name) => drop.some((re) => re.test(name)) && !keep.some((re) => re.test(name));
+}
+
+export function storedHeaders(headers: IncomingHttpHeaders, dropped: HeaderFilter): Record<string, string> {
   // Headers the Connection header names are hop-by-hop too (RFC 9110 §7.6.1).
   const named = new Set(
     String(headers.connection ?? '')
@@ -85,6 +97,7 @@ export function storedHeaders(headers: IncomingHttpHeaders): Record<string, stri
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || DROPPED_HEADERS.has(name) || name.startsWith('proxy-') || named.has(name)) continue;
+    if (dropped(name)) continue;
     kept[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   return kept;
@@ -148,11 +161,16 @@ function readableBody(bytes: Buffer, contentType: string | undefined): unknown {
 }
 
 /** The delivery that stores one request as sent. */
-export function captureRequest(headers: IncomingHttpHeaders, bytes: Buffer, type: string): DeliveryInput {
+export function captureRequest(
+  headers: IncomingHttpHeaders,
+  bytes: Buffer,
+  type: string,
+  dropped: HeaderFilter,
+): DeliveryInput {
   const contentType = headers['content-type'];
   const data: RawCaptureData = {
     content_type: contentType ?? null,
-    headers: storedHeaders(headers),
+    headers: storedHeaders(headers, dropped),
     body: readableBody(bytes, contentType),
     body_base64: bytes.toString('base64'),
   };

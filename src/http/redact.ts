@@ -1,5 +1,64 @@
-// Inbox paths carry the ingress secret: wherever a URL is logged or echoed, the secret
-// segment is cut out first (CONTRACT §1).
+// Secrets never reach a log line (CONTRACT §1). Two layers: request URLs are logged as
+// the route that matched them, with secret parameters and credential-like query values
+// cut out; and every finished log line is scrubbed of anything shaped like a secret,
+// wherever it sits (a header echoed in an error, a percent-encoded path, a message).
+import type { FastifyRequest } from 'fastify';
+import { ENCODED_SECRET_SHAPE, SECRET_SHAPE } from '../core/secrets.js';
+
+const REDACTED = '[REDACTED]';
+/** Route parameters that hold a secret. */
+const SECRET_PARAMS = new Set(['secret']);
+/** Query parameters whose values are credentials, whatever they look like. */
+const SECRET_QUERY = /token|secret|key|auth|pass|sig|credential/i;
+
+/** Every secret-shaped value in `text` replaced by [REDACTED]; cheap when there is none. */
+export function scrubSecrets(text: string): string {
+  let out = text.includes('_') ? text.replace(SECRET_SHAPE, REDACTED) : text;
+  if (out.includes('%')) out = out.replace(ENCODED_SECRET_SHAPE, REDACTED);
+  return out;
+}
+
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+function redactQuery(query: string): string {
+  if (query === '') return '';
+  const parts = query.split('&').map((part) => {
+    const at = part.indexOf('=');
+    const name = at === -1 ? part : part.slice(0, at);
+    return at !== -1 && SECRET_QUERY.test(safeDecode(name)) ? `${name}=${REDACTED}` : part;
+  });
+  return `?${parts.join('&')}`;
+}
+
+/**
+ * A URL with the secret segment of inbox paths cut out, however the path was encoded
+ * (the router decodes `%69nbox` to `inbox`, so this does too), and credential-like query
+ * values cut out. For URLs no route matched; logs of routed requests use redactRequestUrl.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/(\/inbox\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]');
+  const at = url.indexOf('?');
+  const path = at === -1 ? url : url.slice(0, at);
+  const segments = path.split('/');
+  for (let i = 0; i + 2 < segments.length; i++) {
+    if (safeDecode(segments[i]).toLowerCase() === 'inbox') segments[i + 2] = REDACTED;
+  }
+  return scrubSecrets(segments.join('/') + redactQuery(at === -1 ? '' : url.slice(at + 1)));
+}
+
+/** The URL of a routed request as its route's pattern, parameters filled in and secret ones cut out. */
+export function redactRequestUrl(request: FastifyRequest): string {
+  const pattern = request.routeOptions?.url;
+  const params = request.params as Record<string, string> | undefined;
+  if (pattern === undefined || params === undefined) return redactUrl(request.url);
+  const at = request.url.indexOf('?');
+  const path = pattern.replace(/:([A-Za-z0-9_]+)/g, (_, name: string) =>
+    SECRET_PARAMS.has(name) ? REDACTED : encodeURIComponent(params[name] ?? ''),
+  );
+  return scrubSecrets(path + redactQuery(at === -1 ? '' : request.url.slice(at + 1)));
 }

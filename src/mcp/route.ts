@@ -1,6 +1,7 @@
 // The MCP endpoints in the Fastify app (CONTRACT §7): `POST /mcp` (the service) and
 // `POST /mcp/{addressId}` (bound to one address, the `mcp_url` of a creation response),
-// stateless Streamable HTTP — a new server and transport per request (STACK.md).
+// stateless Streamable HTTP — a new server and transport per request (STACK.md) — behind
+// an Origin and Host check against DNS rebinding.
 // Protocol-level failures here are JSON-RPC errors, never the REST error shape and never
 // a 5xx for a client's mistake (CONTRACT §6, last paragraph).
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -9,6 +10,7 @@ import { RoostError } from '../core/errors.js';
 import { isJsonMediaType, mediaType, rawBody } from '../http/body.js';
 import { AddressParamsSchema } from '../http/routes/addresses.js';
 import { clientGone, optionalBearerSecurity } from '../http/routes/common.js';
+import { clientKey } from '../http/client-ip.js';
 
 /** JSON-RPC 2.0's own error codes, and the SDK's "server error" for transport-level refusals. */
 const ErrorCode = { ParseError: -32700, InvalidRequest: -32600, InternalError: -32603 } as const;
@@ -57,6 +59,17 @@ function parseBody(request: FastifyRequest): { ok: true; body: unknown } | { ok:
   }
 }
 
+/** Whether a Host header names the base URL's host and port (default ports omitted or not). */
+function sameHost(host: string | undefined, base: URL): boolean {
+  if (host === undefined) return false;
+  try {
+    const seen = new URL(`${base.protocol}//${host}`);
+    return seen.hostname === base.hostname && seen.port === base.port;
+  } catch {
+    return false;
+  }
+}
+
 export async function mcpRoutes(app: FastifyInstance): Promise<void> {
   const { service, metrics, config } = app.roost;
 
@@ -76,6 +89,37 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
     return jsonRpcError(reply, 500, ErrorCode.InternalError, 'Internal error; retry later.');
   });
 
+  // DNS rebinding (MCP transport spec, "Security Warning"): a page on another origin, or on
+  // a name rebound to this host, must not drive the tools from a browser. Requests without
+  // Origin (every non-browser client) pass; a browser's Origin must be the service's own
+  // or a configured one. With ROOST_BASE_URL set, the Host must be the base URL's too.
+  const baseUrl = () => new URL(config.baseUrl);
+  const allowedOrigins = new Set(config.mcpAllowedOrigins);
+  app.addHook('onRequest', (request, reply, done) => {
+    const origin = request.headers.origin;
+    if (origin !== undefined && origin !== baseUrl().origin && !allowedOrigins.has(origin)) {
+      metrics.refusals.inc({ code: 'forbidden_origin' });
+      void jsonRpcError(
+        reply,
+        403,
+        SERVER_ERROR,
+        'Forbidden: this Origin may not use the MCP endpoint (ROOST_MCP_ALLOWED_ORIGINS).',
+      );
+      return;
+    }
+    if (!config.baseUrlFromPort && !sameHost(request.headers.host, baseUrl())) {
+      metrics.refusals.inc({ code: 'forbidden_host' });
+      void jsonRpcError(
+        reply,
+        403,
+        SERVER_ERROR,
+        'Forbidden: the Host header does not name this service (ROOST_BASE_URL).',
+      );
+      return;
+    }
+    done();
+  });
+
   const handle = async (request: FastifyRequest<{ Params: { addressId?: string } }>, reply: FastifyReply) => {
     const parsed = parseBody(request);
     if (!parsed.ok) return jsonRpcError(reply, 400, ErrorCode.ParseError, 'Parse error: Invalid JSON');
@@ -87,7 +131,7 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
       service,
       boundAddressId: request.params.addressId,
       authorization: request.headers.authorization,
-      clientIp: request.ip,
+      clientIp: clientKey(request.ip),
       signal: clientGone(reply),
       onInternalError: (error) => {
         metrics.storageErrors.inc();

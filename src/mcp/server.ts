@@ -1,8 +1,17 @@
-// Builds the MCP server of one request (CONTRACT §7): the SDK's McpServer with Roost's
+// Builds the MCP server of one request (CONTRACT §7): the SDK's protocol Server with Roost's
 // tools, and the rendering of their outcomes — structuredContent plus a text rendering on
-// success, a tool error carrying the REST code and message on failure.
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { CallToolRequestSchema, ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+// success, a tool error carrying the REST code and message on failure. The tool list (JSON
+// Schemas converted from zod) is built once per endpoint kind, not per request.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { toJsonSchemaCompat } from '@modelcontextprotocol/sdk/server/zod-json-schema-compat.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type ListToolsResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { RoostError, invalidRequest } from '../core/errors.js';
 import { PRODUCT } from '../config.js';
@@ -77,28 +86,46 @@ async function callTool(
   }
 }
 
-/** A fresh server for one request: stateless Streamable HTTP (STACK.md). */
-export function buildMcpServer(context: McpRequestContext): McpServer {
-  const tools = context.boundAddressId === undefined ? SERVICE_TOOLS : BOUND_TOOLS;
-  const server = new McpServer({ name: PRODUCT, version: MCP_SERVER_VERSION }, { instructions: INSTRUCTIONS });
-  for (const tool of tools) {
-    server.registerTool(
-      tool.name,
-      {
+/** The tools/list answer of each tool set, converted once (the same conversion McpServer makes). */
+const toolLists = new Map<readonly RoostTool[], ListToolsResult>();
+function toolList(tools: readonly RoostTool[]): ListToolsResult {
+  let list = toolLists.get(tools);
+  if (!list) {
+    list = {
+      tools: tools.map((tool) => ({
+        name: tool.name,
         title: tool.title,
         description: tool.description,
-        inputSchema: tool.input,
-        outputSchema: tool.output,
+        inputSchema: toJsonSchemaCompat(tool.input, {
+          strictUnions: true,
+          pipeStrategy: 'input',
+        }) as ListToolsResult['tools'][number]['inputSchema'],
+        outputSchema: toJsonSchemaCompat(tool.output, {
+          strictUnions: true,
+          pipeStrategy: 'output',
+        }) as ListToolsResult['tools'][number]['outputSchema'],
         annotations: tool.annotations,
-      },
-      (args: Record<string, unknown>, extra) => callTool(tool, args, context, extra.signal),
-    );
+      })),
+    };
+    toolLists.set(tools, list);
   }
-  // McpServer lists the tools, but its own tools/call checks arguments before our code
-  // runs and reports a failure as bare text. CONTRACT §7 wants the REST code
-  // (`invalid_request: …`), so calls are dispatched here, against the same schemas.
+  return list;
+}
+
+/** A fresh server for one request: stateless Streamable HTTP (STACK.md). */
+export function buildMcpServer(context: McpRequestContext): Server {
+  const tools = context.boundAddressId === undefined ? SERVICE_TOOLS : BOUND_TOOLS;
+  const server = new Server(
+    { name: PRODUCT, version: MCP_SERVER_VERSION },
+    { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS },
+  );
+  const list = toolList(tools);
+  server.setRequestHandler(ListToolsRequestSchema, () => list);
+  // Calls are dispatched here rather than by McpServer, whose tools/call checks arguments
+  // before our code runs and reports a failure as bare text; CONTRACT §7 wants the REST
+  // code (`invalid_request: …`), so arguments are checked against the same schemas here.
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  server.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = byName.get(request.params.name);
     if (!tool)
       throw new McpError(

@@ -176,7 +176,7 @@ export async function startSmtpServer(
       }
     }
     if (queueFull)
-      throw reply(452, 'Mailbox full: the return address holds 1000 unacknowledged events; try again later');
+      throw reply(452, 'Mailbox full: the return address holds all the unacknowledged events it may; try again later');
     if (delivered === 0) throw reply(550, 'No such mailbox here');
     return `OK: queued for ${delivered} recipient${delivered === 1 ? '' : 's'}`;
   }

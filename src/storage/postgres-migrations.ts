@@ -73,4 +73,19 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
       CREATE INDEX view_tokens_by_address ON view_tokens (address_id, created_at);
     `,
   },
+  {
+    version: 3,
+    name: 'bytes held per address',
+    // Each event's size (storage.ts eventSize) and each address's total, which the append
+    // keeps under its row lock and the purge of old events subtracts (postgres.ts).
+    sql: `
+      ALTER TABLE events ADD COLUMN size_bytes bigint NOT NULL DEFAULT 0;
+      ALTER TABLE addresses ADD COLUMN stored_bytes bigint NOT NULL DEFAULT 0;
+      UPDATE events SET size_bytes = octet_length(data) + octet_length(type) + octet_length(source)
+        + COALESCE(octet_length(metadata), 0) + COALESCE(octet_length(dedupe_key), 0);
+      UPDATE addresses SET stored_bytes = held.bytes
+        FROM (SELECT address_id, sum(size_bytes) AS bytes FROM events GROUP BY address_id) AS held
+        WHERE addresses.id = held.address_id;
+    `,
+  },
 ];

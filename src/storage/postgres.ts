@@ -36,6 +36,7 @@ import {
 import {
   ANY_ADDRESS,
   type AddressChanges,
+  eventSize,
   type AddressRecord,
   type AppendInput,
   type AppendResult,
@@ -54,9 +55,12 @@ const WAKE_CHANNEL = 'roost_wake';
 export const ADVISORY_LOCKS = { namespace: 0x526f6f73, migration: 1, purge: 2 } as const;
 const { namespace: LOCK_NAMESPACE, migration: MIGRATION_LOCK, purge: PURGE_LOCK } = ADVISORY_LOCKS;
 
-/** Rows removed per statement by purge, so that no sweep holds many locks for long. */
+/**
+ * Rows removed per statement by purge, so that no sweep holds many locks, or the disk, for
+ * long: expired addresses are emptied a slice of events at a time before they go.
+ */
 const PURGE_BATCH_ADDRESSES = 500;
-const PURGE_BATCH_EVENTS = 5000;
+const PURGE_BATCH_EVENTS = 1000;
 /** How often (at most) one instance clears full rate buckets, which need no row. */
 const BUCKET_CLEANUP_EVERY_MS = 60_000;
 /** How long a request waits for a connection (from the pool, or a new one) before 503. */
@@ -147,16 +151,18 @@ const SQL = {
   // statement's snapshot, which may predate a racing append that committed while this one
   // waited for the lock: then the key's unique index refuses the INSERT, the statement
   // rolls back whole, and the full transaction returns the winner's event.
+  // It also stays under the byte cap ($11, 0 for none) with this event's $10 bytes.
   appendFast: `
     WITH bumped AS (
-      UPDATE addresses SET last_sequence = last_sequence + 1
+      UPDATE addresses SET last_sequence = last_sequence + 1, stored_bytes = stored_bytes + $10
       WHERE id = $2 AND (expires_at IS NULL OR expires_at > $8) AND last_sequence < $9
+        AND ($11 = 0 OR stored_bytes + $10 <= $11)
         AND ($7::text IS NULL OR NOT EXISTS (SELECT 1 FROM events WHERE address_id = $2 AND dedupe_key = $7))
       RETURNING last_sequence
     ),
     inserted AS (
-      INSERT INTO events (${EVENT_COLUMNS})
-      SELECT $1, $2, last_sequence, $3, $4, $5, $6, $7, $8, NULL FROM bumped
+      INSERT INTO events (${EVENT_COLUMNS}, size_bytes)
+      SELECT $1, $2, last_sequence, $3, $4, $5, $6, $7, $8, NULL, $10 FROM bumped
       RETURNING sequence
     )
     SELECT sequence FROM inserted`,
@@ -167,7 +173,12 @@ const SQL = {
   bumpSequence: `
     UPDATE addresses SET last_sequence = last_sequence + 1
     WHERE id = $1 AND ${LIVE}
-    RETURNING last_sequence`,
+    RETURNING last_sequence, stored_bytes`,
+  // Oldest first, with their sizes: what may make room under the byte cap.
+  acknowledgedBySize: `
+    SELECT id, size_bytes FROM events WHERE address_id = $1 AND acknowledged_at IS NOT NULL ORDER BY sequence`,
+  evictMany: 'DELETE FROM events WHERE id = ANY($1::text[])',
+  addBytes: 'UPDATE addresses SET stored_bytes = stored_bytes + $2 WHERE id = $1',
   // Runs after the lock, so it sees every append to this address that committed before.
   eventByKey: `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = $1 AND dedupe_key = $2`,
   occupancy: `
@@ -175,8 +186,8 @@ const SQL = {
            (SELECT id FROM events WHERE address_id = $1 AND acknowledged_at IS NOT NULL
             ORDER BY sequence LIMIT 1) AS oldest_acknowledged
     FROM events WHERE address_id = $1`,
-  evict: 'DELETE FROM events WHERE id = $1',
-  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)`,
+  evict: 'DELETE FROM events WHERE id = $1 RETURNING size_bytes',
+  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}, size_bytes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10)`,
   // The wake-ups of the appends committed in one turn of the event loop, sent after their
   // commits in a transaction of their own (see the top of this file).
   announce: `SELECT pg_notify('${WAKE_CHANNEL}', id) FROM unnest($1::text[]) AS id`,
@@ -210,12 +221,30 @@ const SQL = {
            (SELECT count(*) FROM events WHERE address_id IN (SELECT id FROM expired)) AS events,
            pg_notify('${WAKE_CHANNEL}', id) AS notified
     FROM gone`,
-  purgeOldEvents: `
+  purgeEventsOfExpired: `
     DELETE FROM events WHERE id IN (
-      SELECT id FROM events WHERE created_at < $1
-      ORDER BY created_at LIMIT ${PURGE_BATCH_EVENTS}
+      SELECT id FROM events WHERE address_id IN (
+        SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= $1 LIMIT ${PURGE_BATCH_ADDRESSES}
+      )
+      LIMIT ${PURGE_BATCH_EVENTS}
       FOR UPDATE SKIP LOCKED
     )`,
+  // The bytes they held come off their addresses' totals in the same statement.
+  purgeOldEvents: `
+    WITH gone AS (
+      DELETE FROM events WHERE id IN (
+        SELECT id FROM events WHERE created_at < $1
+        ORDER BY created_at LIMIT ${PURGE_BATCH_EVENTS}
+        FOR UPDATE SKIP LOCKED
+      )
+      RETURNING address_id, size_bytes
+    ),
+    freed AS (
+      UPDATE addresses SET stored_bytes = stored_bytes - per.bytes
+      FROM (SELECT address_id, sum(size_bytes) AS bytes FROM gone GROUP BY address_id) AS per
+      WHERE addresses.id = per.address_id
+    )
+    SELECT count(*)::int AS purged FROM gone`,
 
   // Creates the row (full: `limit` tokens) if missing, and either way locks it until
   // COMMIT: concurrent takes from any instance queue on this row.
@@ -700,7 +729,8 @@ export class PostgresStorage implements Storage {
 
   // --- events --------------------------------------------------------------------------
 
-  async appendEvent(input: AppendInput, capacity: number): Promise<AppendResult> {
+  async appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
+    const size = eventSize(input);
     // Time-led (newEventId): the primary key's index grows at its end.
     const eventId = newEventId(input.createdAt);
     try {
@@ -714,6 +744,8 @@ export class PostgresStorage implements Storage {
         input.dedupeKey,
         input.createdAt,
         capacity,
+        size,
+        maxBytes,
       ]);
       if (rows[0]) {
         this.announce(input.addressId);
@@ -724,7 +756,9 @@ export class PostgresStorage implements Storage {
     }
     for (let attempt = 1; ; attempt++) {
       try {
-        const result = await this.transaction((db) => this.appendTransaction(db, input, eventId, capacity));
+        const result = await this.transaction((db) =>
+          this.appendTransaction(db, input, eventId, capacity, maxBytes, size),
+        );
         if (result.status === 'created') this.announce(input.addressId);
         return result;
       } catch (error) {
@@ -742,17 +776,21 @@ export class PostgresStorage implements Storage {
     input: AppendInput,
     eventId: string,
     capacity: number,
+    maxBytes: number,
+    size: number,
   ): Promise<Outcome<AppendResult>> {
-    const bumped = await db.query<{ last_sequence: number }>(
+    const bumped = await db.query<{ last_sequence: number; stored_bytes: string }>(
       statement(SQL.bumpSequence, [input.addressId, input.createdAt]),
     );
     if (bumped.rows.length === 0) return { rollback: { status: 'address_not_found' } };
     const sequence = bumped.rows[0].last_sequence;
+    const held = Number(bumped.rows[0].stored_bytes);
     if (input.dedupeKey !== null) {
       const held = await db.query<EventRow>(statement(SQL.eventByKey, [input.addressId, input.dedupeKey]));
       // Roll back: the repeat must not use up a sequence number.
       if (held.rows[0]) return { rollback: { status: 'duplicate', event: toEvent(held.rows[0]) } };
     }
+    let freed = 0;
     // An address holds at most as many events as sequences it has handed out, so while
     // those are below capacity there is nothing to count.
     if (sequence > capacity) {
@@ -762,9 +800,25 @@ export class PostgresStorage implements Storage {
       if (rows[0].held >= capacity) {
         // CONTRACT §3: make room by dropping the oldest acknowledged event, never an unacknowledged one.
         if (rows[0].oldest_acknowledged === null) return { rollback: { status: 'queue_full' } };
-        await db.query(statement(SQL.evict, [rows[0].oldest_acknowledged]));
+        const evicted = await db.query<{ size_bytes: string }>(statement(SQL.evict, [rows[0].oldest_acknowledged]));
+        freed += Number(evicted.rows[0]?.size_bytes ?? 0);
       }
     }
+    if (maxBytes > 0 && held - freed + size > maxBytes) {
+      // The byte cap makes room the same way: the oldest acknowledged events, never others.
+      const { rows } = await db.query<{ id: string; size_bytes: string }>(
+        statement(SQL.acknowledgedBySize, [input.addressId]),
+      );
+      const evict: string[] = [];
+      for (const row of rows) {
+        if (held - freed + size <= maxBytes) break;
+        evict.push(row.id);
+        freed += Number(row.size_bytes);
+      }
+      if (held - freed + size > maxBytes) return { rollback: { status: 'bytes_full' } };
+      await db.query(statement(SQL.evictMany, [evict]));
+    }
+    await db.query(statement(SQL.addBytes, [input.addressId, size - freed]));
     await db.query(
       statement(SQL.insertEvent, [
         eventId,
@@ -776,6 +830,7 @@ export class PostgresStorage implements Storage {
         input.metadataJson,
         input.dedupeKey,
         input.createdAt,
+        size,
       ]),
     );
     return { commit: { status: 'created', event: insertedEvent(input, eventId, sequence) } };
@@ -843,15 +898,20 @@ export class PostgresStorage implements Storage {
       if (!rows[0].locked) return result;
       try {
         for (;;) {
+          const emptied = await db.query(SQL.purgeEventsOfExpired, [now]);
+          if (!emptied.rowCount) break;
+          result.eventsPurged += emptied.rowCount;
+        }
+        for (;;) {
           const expired = await db.query<{ id: string; events: number }>(SQL.purgeExpiredAddresses, [now]);
           if (expired.rows.length === 0) break;
           result.expiredAddressIds.push(...expired.rows.map((r) => r.id));
           result.eventsPurged += expired.rows[0].events;
         }
         for (;;) {
-          const old = await db.query(SQL.purgeOldEvents, [retainAfter]);
-          if (!old.rowCount) break;
-          result.eventsPurged += old.rowCount;
+          const old = await db.query<{ purged: number }>(SQL.purgeOldEvents, [retainAfter]);
+          if (!old.rows[0].purged) break;
+          result.eventsPurged += old.rows[0].purged;
         }
       } finally {
         await db.query(SQL.purgeUnlock, [LOCK_NAMESPACE, PURGE_LOCK]).catch((error: Error) => (broken = error));

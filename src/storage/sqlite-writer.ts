@@ -29,7 +29,7 @@ export type CallableWrite =
   | 'deleteViewToken'
   | 'ackEvent'
   | 'ackUpTo'
-  | 'purge'
+  | 'purgeStep'
   | 'takeToken';
 
 /** An error as it crosses the thread boundary (its class is lost; message and code are kept). */

@@ -7,14 +7,15 @@ import { takeFromBucket } from '../core/token-bucket.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, toAddress, toEvent, type AddressRow, type EventRow } from './rows.js';
 import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId } from './sqlite-event-keys.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
-import type {
-  AddressChanges,
-  AddressRecord,
-  AppendInput,
-  EventRecord,
-  PurgeResult,
-  TokenBucketResult,
-  ViewTokenRecord,
+import {
+  eventSize,
+  type AddressChanges,
+  type AddressRecord,
+  type AppendInput,
+  type EventRecord,
+  type PurgeResult,
+  type TokenBucketResult,
+  type ViewTokenRecord,
 } from './storage.js';
 
 /** What one append came to; `created` carries only the sequence (the caller holds the rest). */
@@ -22,6 +23,7 @@ export type AppendOutcome =
   | { status: 'created'; sequence: number }
   | { status: 'duplicate'; event: EventRecord }
   | { status: 'queue_full' }
+  | { status: 'bytes_full' }
   | { status: 'address_not_found' }
   /** This append failed alone (nothing of it was written); the rest of its batch stands. */
   | { status: 'failed'; error: unknown };
@@ -41,9 +43,10 @@ export type AppendTuple = [
   dedupeKey: string | null,
   createdAt: number,
   capacity: number,
+  maxBytes: number,
 ];
 
-export const toAppendTuple = (input: AppendInput, eventId: string, capacity: number): AppendTuple => [
+export const toAppendTuple = (input: AppendInput, eventId: string, capacity: number, maxBytes = 0): AppendTuple => [
   input.addressId,
   eventId,
   input.type,
@@ -53,6 +56,7 @@ export const toAppendTuple = (input: AppendInput, eventId: string, capacity: num
   input.dedupeKey,
   input.createdAt,
   capacity,
+  maxBytes,
 ];
 
 /** An inserted row after its key (rowid): its address's key, then EVENT_COLUMNS in order (acknowledged_at is NULL). */
@@ -88,6 +92,8 @@ interface QueueState {
   floor: number;
   low: number | null;
   high: number | null;
+  /** Bytes its events hold (migration 6). */
+  bytes: number;
 }
 
 /** Queue states kept in memory (~100 bytes each); the oldest loaded goes first. */
@@ -111,7 +117,7 @@ export class SqliteWrites {
   private lastKey: number;
   /** An insert that writes more than its row (an eviction, an unplaced id), in a savepoint of the batch's transaction. */
   private readonly insertWithMore: Database.Transaction<
-    (evictKey: number | null, key: number | null, columns: EventColumns) => void
+    (evictKeys: readonly number[], key: number | null, columns: EventColumns, size: number) => void
   >;
 
   constructor(private readonly db: Database.Database) {
@@ -148,7 +154,7 @@ export class SqliteWrites {
       // The address with the bounds of its queue (see QueueState). Each MIN/MAX is one seek
       // in events_by_sequence.
       queueState: db.prepare<{ id: string }, QueueState>(
-        `SELECT key, expires_at AS expiresAt, last_sequence AS floor,
+        `SELECT key, expires_at AS expiresAt, last_sequence AS floor, stored_bytes AS bytes,
                 (SELECT MIN(sequence) FROM events WHERE address_key = addresses.key) AS low,
                 (SELECT MAX(sequence) FROM events WHERE address_key = addresses.key) AS high
          FROM addresses WHERE id = @id`,
@@ -160,9 +166,13 @@ export class SqliteWrites {
       oldestAcknowledged: db.prepare<[number], { key: number }>(
         'SELECT rowid AS key FROM events WHERE address_key = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT 1',
       ),
+      // Oldest first, with their sizes: what may make room under the byte cap.
+      acknowledgedBySize: db.prepare<[number], { key: number; size: number }>(
+        'SELECT rowid AS key, size_bytes AS size FROM events WHERE address_key = ? AND acknowledged_at IS NOT NULL ORDER BY sequence',
+      ),
       deleteEvent: db.prepare('DELETE FROM events WHERE rowid = ?'),
       insertEvent: db.prepare(
-        `INSERT INTO events (rowid, address_key, ${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+        `INSERT INTO events (rowid, address_key, ${EVENT_COLUMNS}, size_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`,
       ),
       highestKeyIn: db.prepare<[number, number], { key: number | null }>(
         'SELECT MAX(rowid) AS key FROM events WHERE rowid >= ? AND rowid < ?',
@@ -182,12 +192,15 @@ export class SqliteWrites {
         `UPDATE events SET acknowledged_at = ? WHERE address_key = ${KEY_OF_ID} AND sequence <= ? AND acknowledged_at IS NULL`,
       ),
       expired: db.prepare<[number], { id: string }>(
-        'SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 500',
+        'SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 100',
       ),
       // Past retention: a range of keys (sqlite-event-keys.ts), which holds the unplaced
       // events too (below LOW_KEYS): for those, created_at decides.
       purgeOld: db.prepare(
-        'DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE rowid < ? AND created_at < ? LIMIT 5000)',
+        'DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE rowid < ? AND created_at < ? LIMIT ?)',
+      ),
+      deleteSomeEventsOf: db.prepare(
+        `DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE address_key = ${KEY_OF_ID} LIMIT ?)`,
       ),
       bucket: db.prepare<[string], { tokens: number; updated_at: number }>(
         'SELECT tokens, updated_at FROM rate_buckets WHERE key = ?',
@@ -198,15 +211,17 @@ export class SqliteWrites {
       ),
       forgetFullBuckets: db.prepare('DELETE FROM rate_buckets WHERE updated_at < ?'),
     };
-    this.insertWithMore = db.transaction((evictKey: number | null, key: number | null, columns: EventColumns) => {
-      if (evictKey !== null) this.sql.deleteEvent.run(evictKey);
-      if (key !== null) this.sql.insertEvent.run(key, ...columns);
-      else {
-        const low = (this.sql.highestKeyIn.get(0, LOW_KEYS)!.key ?? 0) + 1;
-        this.sql.insertEvent.run(low, ...columns);
-        this.sql.recordUnplaced.run(low, columns[1]);
-      }
-    });
+    this.insertWithMore = db.transaction(
+      (evictKeys: readonly number[], key: number | null, columns: EventColumns, size: number) => {
+        for (const evictKey of evictKeys) this.sql.deleteEvent.run(evictKey);
+        if (key !== null) this.sql.insertEvent.run(key, ...columns, size);
+        else {
+          const low = (this.sql.highestKeyIn.get(0, LOW_KEYS)!.key ?? 0) + 1;
+          this.sql.insertEvent.run(low, ...columns, size);
+          this.sql.recordUnplaced.run(low, columns[1]);
+        }
+      },
+    );
     this.lastKey = db.prepare<[], { key: number | null }>('SELECT MAX(rowid) AS key FROM events').get()!.key ?? 0;
   }
 
@@ -320,7 +335,7 @@ export class SqliteWrites {
   }
 
   private append(append: AppendTuple): AppendOutcome {
-    const [addressId, eventId, type, source, dataJson, metadataJson, dedupeKey, createdAt, capacity] = append;
+    const [addressId, eventId, type, source, dataJson, metadataJson, dedupeKey, createdAt, capacity, maxBytes] = append;
     const state = this.queueState(addressId);
     if (!state || (state.expiresAt !== null && state.expiresAt <= createdAt)) return { status: 'address_not_found' };
     if (dedupeKey !== null) {
@@ -332,11 +347,23 @@ export class SqliteWrites {
     const span = state.high === null ? 0 : state.high - state.low! + 1;
     // Never reused: the floor covers removed events, the newest of them included.
     const sequence = Math.max(state.high ?? 0, state.floor) + 1;
-    let evictKey: number | null = null;
+    const size = eventSize({ type, source, dataJson, metadataJson, dedupeKey });
+    let evictKeys: number[] = [];
     if (span >= capacity && this.sql.countEvents.get(state.key)!.n >= capacity) {
       const oldest = this.sql.oldestAcknowledged.get(state.key);
       if (!oldest) return { status: 'queue_full' };
-      evictKey = oldest.key;
+      evictKeys = [oldest.key];
+    }
+    if (maxBytes > 0 && state.bytes + size > maxBytes) {
+      // The oldest acknowledged events make room, as they do for the count; never others.
+      let freed = 0;
+      evictKeys = [];
+      for (const row of this.sql.acknowledgedBySize.iterate(state.key)) {
+        if (state.bytes - freed + size <= maxBytes && evictKeys.length > 0) break;
+        evictKeys.push(row.key);
+        freed += row.size;
+      }
+      if (state.bytes - freed + size > maxBytes) return { status: 'bytes_full' };
     }
     const key = this.keyFor(createdAt);
     const columns = [
@@ -351,14 +378,15 @@ export class SqliteWrites {
       dedupeKey,
       createdAt,
     ] as const;
-    if (evictKey === null && key !== null) {
+    if (evictKeys.length === 0 && key !== null) {
       // One statement: no savepoint needed (one costs ~0.8 µs of the writer's ~14 µs an append).
-      this.sql.insertEvent.run(key, ...columns);
+      this.sql.insertEvent.run(key, ...columns, size);
       state.high = sequence;
       state.low ??= sequence;
+      state.bytes += size;
     } else {
-      this.insertWithMore(evictKey, key, columns);
-      this.queues.delete(addressId); // low and floor may have moved: read them again next time
+      this.insertWithMore(evictKeys, key, columns, size);
+      this.queues.delete(addressId); // low, floor and bytes may have moved: read them again next time
     }
     return { status: 'created', sequence };
   }
@@ -403,27 +431,42 @@ export class SqliteWrites {
     return this.sql.ackUpTo.run(now, addressId, upTo).changes;
   }
 
+  /** A whole purge at once (tests and tools; the service purges in steps, see sqlite.ts). */
   purge(now: number, retainAfter: number): PurgeResult {
+    const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
+    for (;;) {
+      const step = this.purgeStep(now, retainAfter, 1000);
+      result.expiredAddressIds.push(...step.expiredAddressIds);
+      result.eventsPurged += step.eventsPurged;
+      if (step.done) return result;
+    }
+  }
+
+  /**
+   * One bounded step of a purge: at most `budget` events removed, in one short transaction,
+   * so that appends queued meanwhile run between steps (sqlite.ts calls it until `done`).
+   * Expired addresses lose their events first, a slice at a time, then go themselves.
+   */
+  purgeStep(now: number, retainAfter: number, budget: number): PurgeResult & { done: boolean } {
     this.queues.clear(); // events and addresses may go: every queue's bounds may move
     const expiredAddressIds: string[] = [];
     let eventsPurged = 0;
-    for (;;) {
-      const batch = this.sql.expired.all(now).map((r) => r.id);
-      if (batch.length === 0) break;
-      this.db.transaction(() => {
-        for (const id of batch) {
-          eventsPurged += this.sql.deleteEventsOf.run(id).changes;
-          this.sql.deleteAddress.run(id);
-        }
-      })();
-      expiredAddressIds.push(...batch);
-    }
-    // In slices, so that a large purge never holds the writer for long.
-    for (let changes = -1; changes !== 0;) {
-      changes = this.sql.purgeOld.run(retainAfter * KEYS_PER_MS, retainAfter).changes;
-      eventsPurged += changes;
-    }
-    return { expiredAddressIds, eventsPurged };
+    this.db.transaction(() => {
+      for (const { id } of this.sql.expired.all(now)) {
+        const removed = this.sql.deleteSomeEventsOf.run(id, budget - eventsPurged).changes;
+        eventsPurged += removed;
+        if (eventsPurged >= budget) return; // maybe more left: the next step looks again
+        this.sql.deleteAddress.run(id);
+        expiredAddressIds.push(id);
+      }
+    })();
+    if (eventsPurged >= budget) return { expiredAddressIds, eventsPurged, done: false };
+    // Past retention: a range of keys (sqlite-event-keys.ts), which holds the unplaced
+    // events too (below LOW_KEYS): for those, created_at decides.
+    const slice = budget - eventsPurged;
+    const old = this.sql.purgeOld.run(retainAfter * KEYS_PER_MS, retainAfter, slice).changes;
+    eventsPurged += old;
+    return { expiredAddressIds, eventsPurged, done: old < slice && this.sql.expired.all(now).length === 0 };
   }
 
   takeToken(key: string, limit: number, periodMs: number, now: number): TokenBucketResult {

@@ -65,6 +65,7 @@ interface PendingAppend {
   /** The new event's id, from its created_at: the writer stores it by that millisecond (sqlite-event-keys.ts). */
   id: string;
   capacity: number;
+  maxBytes: number;
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
 }
@@ -81,6 +82,8 @@ const LIVE = '(expires_at IS NULL OR expires_at > @now)';
 
 /** Address records kept in memory (about 1 KiB each); the oldest read goes first. */
 const ADDRESS_CACHE_SIZE = 20_000;
+/** Events one purge step removes: a few milliseconds of the writer, then appends go first. */
+const PURGE_STEP_EVENTS = 1000;
 
 /** Starts the writer thread from its module beside this one. */
 function startWriter(options: WriterOptions): Worker {
@@ -298,10 +301,10 @@ export class SqliteStorage implements Storage {
     return this.call('deleteViewToken', addressId, tokenId);
   }
 
-  appendEvent(input: AppendInput, capacity: number): Promise<AppendResult> {
+  appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
     if (this.closing) return Promise.reject(new Error('storage is closed'));
     return new Promise((resolve, reject) => {
-      this.outbox.push({ input, id: newEventId(input.createdAt), capacity, resolve, reject });
+      this.outbox.push({ input, id: newEventId(input.createdAt), capacity, maxBytes, resolve, reject });
       if (!this.groupCommit) this.sendAppends();
       // Everything parsed in this turn of the event loop goes to the writer in one message.
       else if (this.outbox.length === 1) setImmediate(() => this.sendAppends());
@@ -315,7 +318,7 @@ export class SqliteStorage implements Storage {
     this.outbox = [];
     // Pushed, not mapped: a packed array crosses postMessage faster than map's holey one.
     const items: AppendTuple[] = [];
-    for (const item of batch) items.push(toAppendTuple(item.input, item.id, item.capacity));
+    for (const item of batch) items.push(toAppendTuple(item.input, item.id, item.capacity, item.maxBytes));
     this.send<WireOutcome[]>({ op: 'append', items }).then(
       (outcomes) =>
         batch.forEach((item, i) => {
@@ -348,10 +351,19 @@ export class SqliteStorage implements Storage {
     return this.call('ackUpTo', addressId, upTo, now);
   }
 
+  /**
+   * In steps of PURGE_STEP_EVENTS, each its own message to the writer: appends sent while a
+   * step runs are committed before the next one, so a large purge delays them by one step.
+   */
   async purge(now: number, retainAfter: number): Promise<PurgeResult> {
-    const result = await this.call<PurgeResult>('purge', now, retainAfter);
-    for (const id of result.expiredAddressIds) this.addressCache.delete(id);
-    return result;
+    const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
+    for (;;) {
+      const step = await this.call<PurgeResult & { done: boolean }>('purgeStep', now, retainAfter, PURGE_STEP_EVENTS);
+      for (const id of step.expiredAddressIds) this.addressCache.delete(id);
+      result.expiredAddressIds.push(...step.expiredAddressIds);
+      result.eventsPurged += step.eventsPurged;
+      if (step.done) return result;
+    }
   }
 
   async takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult> {

@@ -72,6 +72,8 @@ export type AppendResult =
   | { status: 'duplicate'; event: EventRecord }
   /** 1000 events held and none acknowledged: nothing was written. */
   | { status: 'queue_full' }
+  /** The event would take the address past its byte cap, even without its acknowledged events: nothing was written. */
+  | { status: 'bytes_full' }
   /** Unknown, deleted or expired. */
   | { status: 'address_not_found' };
 
@@ -145,8 +147,10 @@ export interface Storage {
    * Appends one event in one transaction: checks the address is live, returns the held
    * event for a repeated dedupe key, evicts the oldest acknowledged event at capacity,
    * allocates sequence = previous maximum + 1 (never reused). Resolves only once durable.
+   * With `maxBytes` > 0 the address's events may hold at most that many bytes (eventSize):
+   * the oldest acknowledged events make room, else the append is refused with bytes_full.
    */
-  appendEvent(input: AppendInput, capacity: number): Promise<AppendResult>;
+  appendEvent(input: AppendInput, capacity: number, maxBytes?: number): Promise<AppendResult>;
   /** Whether one more event could be accepted now (not full of unacknowledged events). */
   hasRoom(addressId: string, capacity: number): Promise<boolean>;
   /** Events with sequence > after, ascending, at most `limit`. */
@@ -174,4 +178,15 @@ export interface Storage {
   ping(): Promise<void>;
   /** Finishes pending writes and closes. */
   close(): Promise<void>;
+}
+
+/** What an event counts against its address's byte cap: its stored text, in UTF-8 bytes. */
+export function eventSize(input: Pick<AppendInput, 'type' | 'source' | 'dataJson' | 'metadataJson' | 'dedupeKey'>) {
+  return (
+    Buffer.byteLength(input.dataJson) +
+    Buffer.byteLength(input.type) +
+    Buffer.byteLength(input.source) +
+    (input.metadataJson === null ? 0 : Buffer.byteLength(input.metadataJson)) +
+    (input.dedupeKey === null ? 0 : input.dedupeKey.length)
+  );
 }

@@ -10,6 +10,7 @@ import {
 } from '../../schemas.js';
 import { UpdateAddressSchema, type UpdateAddress } from '../../credential-schemas.js';
 import { decodeJsonBody } from '../body.js';
+import { clientKey } from '../client-ip.js';
 import { bearerSecurity, errorResponses, noSecurity, requestToken } from './common.js';
 
 export const AddressParamsSchema = Type.Object({
@@ -30,7 +31,7 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
     },
     // Every create request takes a token, valid or not, before its body is even read (CONTRACT §9).
     onRequest: async (request, reply) => {
-      const bucket = await service.takeCreateToken(request.ip);
+      const bucket = await service.takeCreateToken(clientKey(request.ip));
       reply.header('RateLimit-Limit', app.roost.config.createRate.limit);
       reply.header('RateLimit-Remaining', bucket.remaining);
       reply.header('RateLimit-Reset', Math.ceil(bucket.resetMs / 1000));

@@ -7,7 +7,14 @@ import type { DeliveryInput } from '../../core/service.js';
 import { CreateEventSchema, EventDeliveryResponseSchema } from '../../schemas.js';
 import { validationMessage } from '../errors.js';
 import { decodeJsonBody, rawBody } from '../body.js';
-import { RAW_EVENT_TYPE, captureRequest, rawCaptureType, wantsRaw, type RawQuery } from '../raw-capture.js';
+import {
+  RAW_EVENT_TYPE,
+  captureRequest,
+  headerFilter,
+  rawCaptureType,
+  wantsRaw,
+  type RawQuery,
+} from '../raw-capture.js';
 import { errorResponses, noSecurity } from './common.js';
 
 // Raw values are checked in the handler, after the inbox (so a wrong URL answers 404
@@ -34,7 +41,8 @@ const InboxQuerySchema = Type.Object({
 const undecodable = new WeakMap<FastifyRequest, RoostError>();
 
 export async function inboxRoutes(app: FastifyInstance): Promise<void> {
-  const { service } = app.roost;
+  const { service, config } = app.roost;
+  const droppedHeader = headerFilter(config.rawDropHeaders);
 
   app.post<{ Params: { addressId: string; secret: string }; Querystring: RawQuery; Body: DeliveryInput }>(
     '/api/v1/inbox/:addressId/:secret',
@@ -46,7 +54,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
         description:
           'Body: CreateEvent. 202 when queued (durable before the answer), 200 with duplicate=true for a repeated Idempotency-Key or dedupe_key. ' +
           `With ?raw=1 the body may be anything (JSON, a form, text, bytes): it is stored as sent in an event of type ${RAW_EVENT_TYPE} ` +
-          '(or ?type=), with the request headers minus Authorization, Cookie and hop-by-hop ones.',
+          '(or ?type=), with the request headers minus Authorization, Cookie, hop-by-hop ones and credential-like ones (ROOST_RAW_DROP_HEADERS).',
         params: Type.Object({
           addressId: Type.String({ description: 'The address id (addr_…).' }),
           secret: Type.String({ description: 'The ingress secret (roost_ingress_…) from inbox_url.' }),
@@ -93,7 +101,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
         const rawType = rawCaptureType(request.query);
         let input: DeliveryInput;
         if (rawType !== undefined) {
-          input = captureRequest(request.headers, rawBody(request), rawType);
+          input = captureRequest(request.headers, rawBody(request), rawType, droppedHeader);
         } else {
           if (request.validationError) {
             const error = request.validationError as Error & { validation?: []; validationContext?: string };
