@@ -5,7 +5,7 @@ import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { PRODUCT } from '../config.js';
 
 /** Every kind of secret this service issues: `${PRODUCT}_${kind}_…`. A new kind goes here, so logs scrub it too. */
-export const SECRET_KINDS = ['read', 'ingress'] as const;
+export const SECRET_KINDS = ['read', 'ingress', 'view'] as const;
 export const READ_TOKEN_PREFIX = `${PRODUCT}_read_`;
 export const INGRESS_SECRET_PREFIX = `${PRODUCT}_ingress_`;
 export const VIEW_TOKEN_PREFIX = `${PRODUCT}_view_`;
