@@ -21,7 +21,13 @@ import type { Config } from '../config.js';
 import { takeFromBucket } from '../core/token-bucket.js';
 import { newEventId } from '../core/secrets.js';
 import { PG_MIGRATIONS } from './postgres-migrations.js';
-import { databaseUnavailable, isConnectionLost, isRetryable, isUniqueViolation, storageError } from './postgres-errors.js';
+import {
+  databaseUnavailable,
+  isConnectionLost,
+  isRetryable,
+  isUniqueViolation,
+  storageError,
+} from './postgres-errors.js';
 import { WAKE_CHANNEL, WakeListener, type ListenerHeartbeat } from './postgres-listener.js';
 import {
   ADDRESS_COLUMNS,
@@ -284,7 +290,9 @@ export class PostgresStorage implements Storage {
     // would take the process down (an unhandled 'error' event). This listener stays for
     // the client's life; the query in flight fails on its own and the request answers 503.
     this.pool.on('connect', (client) => {
-      client.on('error', (error) => this.logger?.warn({ err: error }, 'PostgreSQL connection lost; replaced on demand'));
+      client.on('error', (error) =>
+        this.logger?.warn({ err: error }, 'PostgreSQL connection lost; replaced on demand'),
+      );
     });
     // An idle client's error also reaches the pool, which drops that client.
     this.pool.on('error', () => {});
