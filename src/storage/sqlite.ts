@@ -210,7 +210,7 @@ export class SqliteStorage implements Storage {
       this.logger?.fatal({ err: error }, 'the SQLite writer thread stopped: writes fail until Roost is restarted');
     // Every write fails from now on: 503, and /readyz says so, until Roost is restarted.
     this.writerFailure ??= Object.assign(
-      unavailable('The storage writer stopped; writes fail until Roost is restarted.'),
+      unavailable('The storage writer thread stopped; writes fail until Roost is restarted.'),
       {
         cause: error,
       },
