@@ -4,7 +4,10 @@
 // sentence for the operator rather than SQLite's terse code.
 import { RoostError, unavailable } from '../core/errors.js';
 
-const codeOf = (error: unknown) => String((error as { code?: unknown } | null)?.code ?? '');
+const codeOf = (error: unknown): string => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : '';
+};
 
 /** SQLite's result codes for a disk or lock that may come right without a restart. */
 const TRANSIENT = /^SQLITE_(FULL|IOERR|BUSY|LOCKED|NOMEM|CANTOPEN|PROTOCOL)/;
