@@ -27,6 +27,8 @@ export interface Config {
   pgPoolSize: number;
   /** PostgreSQL statement_timeout for pool connections, in milliseconds. */
   pgStatementTimeoutMs: number;
+  /** How long a request waits to open a PostgreSQL connection or get one from a full pool. */
+  pgConnectTimeoutMs: number;
   smtpPort: number;
   smtpHost: string;
   mailDomain: string;
@@ -68,6 +70,7 @@ export const ENV_VARS = [
   'DATABASE_URL',
   'ROOST_PG_POOL_SIZE',
   'ROOST_PG_STATEMENT_TIMEOUT_MS',
+  'ROOST_PG_CONNECT_TIMEOUT_MS',
   'ROOST_SMTP_PORT',
   'ROOST_SMTP_HOST',
   'ROOST_MAIL_DOMAIN',
@@ -237,6 +240,7 @@ export function loadConfig(env: Env = {}): Config {
     databaseUrl,
     pgPoolSize: integer(env, 'ROOST_PG_POOL_SIZE', 10, 1, 1000),
     pgStatementTimeoutMs: integer(env, 'ROOST_PG_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
+    pgConnectTimeoutMs: integer(env, 'ROOST_PG_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
     smtpPort: integer(env, 'ROOST_SMTP_PORT', 2525, 0, 65535),
     smtpHost: env.ROOST_SMTP_HOST || host,
     mailDomain,

@@ -5,119 +5,67 @@
 // `unavailable` and /readyz 503 while it is down; afterwards everything works again and a
 // poll held across the restart is woken by a delivery through the new connections.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
+import { clusterSkip, createCluster, type Cluster } from './helpers/pg-cluster.js';
 import { spawnServer, type ServerProcess } from './helpers/process.js';
 
-/** The PostgreSQL binaries of the machine, if a server package is installed. */
-function postgresBin(): string | undefined {
-  const root = '/usr/lib/postgresql';
-  if (!existsSync(root)) return undefined;
-  const version = readdirSync(root).sort().pop();
-  const bin = version && join(root, version, 'bin');
-  return bin && existsSync(join(bin, 'initdb')) ? bin : undefined;
-}
-
-const bin = postgresBin();
-const asRoot = process.getuid?.() === 0;
-// PostgreSQL refuses to run as root: the cluster runs as the `postgres` user (su).
-const skipReason = !bin
-  ? 'no PostgreSQL server binaries (initdb) on this machine'
-  : !asRoot
-    ? 'needs root to run a throwaway cluster as the postgres user'
-    : undefined;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-const asPostgres = (command: string) => execFileSync('su', ['postgres', '-c', command], { stdio: 'pipe' });
-
-const dir = mkdtempSync(join(tmpdir(), 'roost-pg-'));
 const processes: ServerProcess[] = [];
-let started = false;
+let cluster: Cluster | undefined;
 after(async () => {
   for (const proc of processes) await proc.kill();
-  if (started) {
-    try {
-      asPostgres(`${bin}/pg_ctl -D ${dir}/data -m immediate stop`);
-    } catch {
-      /* already stopped */
-    }
-  }
-  rmSync(dir, { recursive: true, force: true });
+  cluster?.destroy();
 });
 
-describe(
-  'PostgreSQL restart under a running Roost',
-  { skip: skipReason && process.env.CI !== 'true' ? `skipped: ${skipReason}` : false },
-  () => {
-    test('503 while the database is down, then recovery without restarting Roost', { timeout: 120_000 }, async () => {
-      const port = await freePort();
-      chmodSync(dir, 0o777);
-      const data = `${dir}/data`;
-      asPostgres(`${bin}/initdb -D ${data} -U postgres --auth=trust >/dev/null`);
-      const start = () =>
-        asPostgres(
-          `${bin}/pg_ctl -D ${data} -o "-p ${port} -k ${dir} -c listen_addresses=127.0.0.1" -w -l ${dir}/log start >/dev/null`,
-        );
-      start();
-      started = true;
+describe('PostgreSQL restart under a running Roost', { skip: clusterSkip }, () => {
+  test('503 while the database is down, then recovery without restarting Roost', { timeout: 120_000 }, async () => {
+    cluster = await createCluster();
+    cluster.start();
 
-      const roost = await spawnServer({
-        DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`,
-        ROOST_CREATE_RATE: '100000/sec',
-      });
-      processes.push(roost);
-      const a = await createAddress(roost.url);
-      assert.equal((await deliver(a.inbox, { data: 'before' })).status, 202);
-
-      asPostgres(`${bin}/pg_ctl -D ${data} -m fast -w stop >/dev/null`);
-      const ready = await request(roost.url, 'GET', '/readyz');
-      assert.equal(ready.status, 503);
-      const down = await deliver(a.inbox, { data: 'while down' });
-      assert.equal(down.status, 503, down.text);
-      assert.equal(down.body.error.code, 'unavailable');
-      assert.ok(Number(down.headers.get('retry-after')) >= 1);
-      assert.equal((await listEvents(roost.url, a)).status, 503);
-
-      start();
-      // The pool reconnects on demand; the LISTEN connection with backoff (≤ 5 s).
-      let readyAgain = 0;
-      for (let i = 0; i < 100 && readyAgain !== 200; i++) {
-        readyAgain = (await request(roost.url, 'GET', '/readyz')).status;
-        if (readyAgain !== 200) await new Promise((r) => setTimeout(r, 100));
-      }
-      assert.equal(readyAgain, 200, 'ready again after the restart');
-      const page = await listEvents(roost.url, a);
-      assert.deepEqual(
-        page.body.events.map((e: any) => e.data),
-        ['before'],
-      );
-
-      // A poll held now is woken by a delivery committed through the new connections; its
-      // wait is long (20 s), so an answer with the event means it was woken, not timed out.
-      const poll = listEvents(roost.url, a, 'after=1&wait=20');
-      while (!/^roost_polls_held 1$/m.test((await request(roost.url, 'GET', '/metrics')).text))
-        await new Promise((r) => setTimeout(r, 20));
-      const after = await deliver(a.inbox, { data: 'after' });
-      assert.equal(after.status, 202, after.text);
-      assert.equal(after.body.event.sequence, 2, 'the failed delivery took no sequence');
-      const woken = await poll;
-      assert.deepEqual(
-        woken.body.events.map((e: any) => e.data),
-        ['after'],
-      );
-      assert.equal(await roost.stop(), 0);
+    const roost = await spawnServer({
+      DATABASE_URL: cluster.url,
+      ROOST_CREATE_RATE: '100000/sec',
     });
-  },
-);
+    processes.push(roost);
+    const a = await createAddress(roost.url);
+    assert.equal((await deliver(a.inbox, { data: 'before' })).status, 202);
+
+    cluster.stop();
+    const ready = await request(roost.url, 'GET', '/readyz');
+    assert.equal(ready.status, 503);
+    const down = await deliver(a.inbox, { data: 'while down' });
+    assert.equal(down.status, 503, down.text);
+    assert.equal(down.body.error.code, 'unavailable');
+    assert.ok(Number(down.headers.get('retry-after')) >= 1);
+    assert.equal((await listEvents(roost.url, a)).status, 503);
+
+    cluster.start();
+    // The pool reconnects on demand; the LISTEN connection with backoff (≤ 1 s).
+    let readyAgain = 0;
+    for (let i = 0; i < 100 && readyAgain !== 200; i++) {
+      readyAgain = (await request(roost.url, 'GET', '/readyz')).status;
+      if (readyAgain !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(readyAgain, 200, 'ready again after the restart');
+    const page = await listEvents(roost.url, a);
+    assert.deepEqual(
+      page.body.events.map((e: any) => e.data),
+      ['before'],
+    );
+
+    // A poll held now is woken by a delivery committed through the new connections; its
+    // wait is long (20 s), so an answer with the event means it was woken, not timed out.
+    const poll = listEvents(roost.url, a, 'after=1&wait=20');
+    while (!/^roost_polls_held 1$/m.test((await request(roost.url, 'GET', '/metrics')).text))
+      await new Promise((r) => setTimeout(r, 20));
+    const after = await deliver(a.inbox, { data: 'after' });
+    assert.equal(after.status, 202, after.text);
+    assert.equal(after.body.event.sequence, 2, 'the failed delivery took no sequence');
+    const woken = await poll;
+    assert.deepEqual(
+      woken.body.events.map((e: any) => e.data),
+      ['after'],
+    );
+    assert.equal(await roost.stop(), 0);
+  });
+});

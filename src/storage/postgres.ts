@@ -18,10 +18,17 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { RoostError, invalidRequest, unavailable } from '../core/errors.js';
 import { takeFromBucket } from '../core/token-bucket.js';
 import { newEventId } from '../core/secrets.js';
 import { PG_MIGRATIONS } from './postgres-migrations.js';
+import {
+  databaseUnavailable,
+  isConnectionLost,
+  isRetryable,
+  isUniqueViolation,
+  storageError,
+} from './postgres-errors.js';
+import { WAKE_CHANNEL, WakeListener, type ListenerHeartbeat } from './postgres-listener.js';
 import {
   ADDRESS_COLUMNS,
   EVENT_COLUMNS,
@@ -34,7 +41,6 @@ import {
   type ViewTokenRow,
 } from './rows.js';
 import {
-  ANY_ADDRESS,
   type AddressChanges,
   eventSize,
   type AddressRecord,
@@ -48,8 +54,7 @@ import {
   type ViewTokenRecord,
 } from './storage.js';
 
-/** The NOTIFY channel; its payload is an address id and nothing else. */
-const WAKE_CHANNEL = 'roost_wake';
+export type { ListenerHeartbeat } from './postgres-listener.js';
 
 /** Advisory locks are (namespace, key) pairs; the namespace is "Roos" in ASCII. */
 export const ADVISORY_LOCKS = { namespace: 0x526f6f73, migration: 1, purge: 2 } as const;
@@ -63,24 +68,14 @@ const PURGE_BATCH_ADDRESSES = 500;
 const PURGE_BATCH_EVENTS = 1000;
 /** How often (at most) one instance clears full rate buckets, which need no row. */
 const BUCKET_CLEANUP_EVERY_MS = 60_000;
-/** How long a request waits for a connection (from the pool, or a new one) before 503. */
-const CONNECT_TIMEOUT_MS = 5_000;
-/** Listener reconnect backoff: 100 ms doubling to 5 s, with jitter. */
-const RECONNECT_MIN_MS = 100;
-const RECONNECT_MAX_MS = 5_000;
-
 /**
- * The LISTEN connection is asked a `SELECT 1` this often, and counts as lost when no answer
- * comes in time. A connection that dies without a word — a NAT or load balancer dropping a
- * flow it thinks idle, a partition — would otherwise go unnoticed for hours (TCP keepalive
- * starts after 2 h by default), with every wake-up from other instances lost meanwhile; the
- * traffic also keeps such idle timeouts from firing at all.
+ * How much longer than statement_timeout the client waits for an answer before it gives
+ * the connection up. statement_timeout is enforced by the server, so a server that is
+ * stalled (stopped, swapping, partitioned away) never sends it: this bound does.
  */
-export interface ListenerHeartbeat {
-  everyMs: number;
-  timeoutMs: number;
-}
-const LISTENER_HEARTBEAT: ListenerHeartbeat = { everyMs: 30_000, timeoutMs: 10_000 };
+const ANSWER_GRACE_MS = 2_000;
+/** Migrations may run longer than any request (their statement_timeout is 0). */
+const NO_ANSWER_DEADLINE = { query_timeout: 2 ** 31 - 1 } as const;
 
 const LIVE = '(expires_at IS NULL OR expires_at > $2)';
 
@@ -286,61 +281,6 @@ const TYPES = {
       : (pg.types.getTypeParser(oid, format) as unknown)) as typeof pg.types.getTypeParser,
 };
 
-// --- errors ---------------------------------------------------------------------------
-
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ECONNABORTED',
-]);
-
-/**
- * Whether a failure is the database being away or overloaded rather than a bug: class 08
- * (connection), 53 (resources, e.g. too many connections), 57P01–57P03 (shutdown,
- * crash, starting up), 57014 (statement_timeout), 58 (system), or node-postgres's own
- * messages for a dead or timed-out connection.
- */
-function isUnavailable(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (
-    typeof code === 'string' &&
-    (NETWORK_CODES.has(code) || /^(08|53|57P0[1-3]|57014|58|40001|40P01|55P03)/.test(code))
-  )
-    return true;
-  const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end/i.test(
-    message,
-  );
-}
-
-/** Serialization failure and deadlock: the transaction rolled back whole and can run again. */
-const isRetryable = (error: unknown) => ['40001', '40P01'].includes(String((error as { code?: unknown } | null)?.code));
-
-const isUniqueViolation = (error: unknown, constraint: string) =>
-  (error as { code?: unknown }).code === '23505' && (error as { constraint?: unknown }).constraint === constraint;
-
-/** The RoostError a storage failure becomes at the edge (503, or 400 for NUL), else itself. */
-function storageError(error: unknown): unknown {
-  if (error instanceof RoostError) return error;
-  if (isUnavailable(error))
-    return Object.assign(unavailable('The database is unavailable; retry shortly.'), { cause: error });
-  // PostgreSQL text cannot hold U+0000 (SQLite can); `data` and `metadata` are escaped
-  // JSON and never hit this, but `type`, `source`, `name` or `task_id` may.
-  if (
-    (error as { code?: unknown } | null)?.code === '22021' ||
-    (error as { code?: unknown } | null)?.code === '22P05'
-  ) {
-    return invalidRequest('A text field contains a NUL character (\\u0000), which cannot be stored; remove it.');
-  }
-  return error;
-}
-
 /** Redacts user and password: the description goes to logs and /readyz. */
 function describe(databaseUrl: string): string {
   try {
@@ -353,128 +293,6 @@ function describe(databaseUrl: string): string {
 
 /** What a transaction's work decides: commit and return, or roll back and return. */
 type Outcome<T> = { commit: T } | { rollback: T };
-
-// --- the LISTEN connection -------------------------------------------------------------
-
-/**
- * One connection per instance, outside the pool, that LISTENs on the wake channel. When it
- * is lost (database restart, pg_terminate_backend, network) it reconnects with backoff; once
- * back it reports ANY_ADDRESS, because notifications sent while it was away are lost and
- * every local waiter must re-read (a lost wake-up costs latency only, DESIGN "Long-poll").
- */
-class WakeListener {
-  private client: pg.Client | undefined;
-  private stopped = false;
-  private attempt = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly clientConfig: pg.ClientConfig,
-    private readonly onWake: (addressId: string) => void,
-    private readonly logger?: Logger,
-    private readonly heartbeat: ListenerHeartbeat = LISTENER_HEARTBEAT,
-  ) {}
-
-  /** The first connection; open() fails if it cannot be made. */
-  start(): Promise<void> {
-    return this.connect();
-  }
-
-  /** Whether the LISTEN connection is up (for tests and diagnostics). */
-  get connected(): boolean {
-    return this.client !== undefined;
-  }
-
-  /** The listener's backend process id, so tests can terminate it. */
-  async backendPid(): Promise<number | undefined> {
-    // The connection may be dying under us: no pid then, rather than an error.
-    const result = await this.client?.query<{ pid: number }>('SELECT pg_backend_pid() AS pid').catch(() => undefined);
-    return result?.rows[0]?.pid;
-  }
-
-  private async connect(): Promise<void> {
-    const client = new pg.Client(this.clientConfig);
-    client.on('error', () => this.lost(client));
-    client.on('end', () => this.lost(client));
-    client.on('notification', (message) => {
-      if (message.channel === WAKE_CHANNEL && message.payload) this.onWake(message.payload);
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${WAKE_CHANNEL}`);
-    } catch (error) {
-      client.end().catch(() => {});
-      throw error;
-    }
-    if (this.stopped) {
-      await client.end().catch(() => {});
-      return;
-    }
-    this.client = client;
-    this.scheduleHeartbeat(client);
-  }
-
-  /** One heartbeat at a time: the next is scheduled once this one has been answered. */
-  private scheduleHeartbeat(client: pg.Client): void {
-    this.heartbeatTimer = setTimeout(() => {
-      let timeout: NodeJS.Timeout | undefined;
-      const unanswered = new Promise<never>((_, reject) => {
-        timeout = setTimeout(() => reject(new Error('no answer')), this.heartbeat.timeoutMs);
-      });
-      Promise.race([client.query('SELECT 1'), unanswered])
-        .then(
-          () => {
-            if (client === this.client) this.scheduleHeartbeat(client);
-          },
-          () => this.lost(client),
-        )
-        .finally(() => clearTimeout(timeout));
-    }, this.heartbeat.everyMs);
-    this.heartbeatTimer.unref();
-  }
-
-  private lost(client: pg.Client): void {
-    if (client !== this.client || this.stopped) return;
-    this.client = undefined;
-    clearTimeout(this.heartbeatTimer);
-    this.logger?.warn(
-      'PostgreSQL LISTEN connection lost; reconnecting (long-polls held here fall back to their timeouts meanwhile)',
-    );
-    client.end().catch(() => {});
-    this.scheduleReconnect();
-  }
-
-  private scheduleReconnect(): void {
-    if (this.stopped) return;
-    const ceiling = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** this.attempt);
-    this.attempt++;
-    this.timer = setTimeout(
-      () => {
-        this.connect().then(
-          () => {
-            if (this.stopped) return;
-            this.logger?.info({ attempts: this.attempt }, 'PostgreSQL LISTEN connection restored');
-            this.attempt = 0;
-            this.onWake(ANY_ADDRESS);
-          },
-          () => this.scheduleReconnect(),
-        );
-      },
-      ceiling / 2 + Math.random() * (ceiling / 2),
-    );
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    clearTimeout(this.heartbeatTimer);
-    const client = this.client;
-    this.client = undefined;
-    await client?.end().catch(() => {});
-  }
-}
 
 // --- the engine ------------------------------------------------------------------------
 
@@ -525,21 +343,32 @@ export class PostgresStorage implements Storage {
     const connection: pg.ClientConfig = {
       connectionString: config.databaseUrl,
       application_name: 'roost',
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      // Bounds both opening a connection and waiting for a free one in a full pool.
+      connectionTimeoutMillis: config.pgConnectTimeoutMs,
       keepAlive: true,
       types: TYPES,
     };
+    const answerTimeout = config.pgStatementTimeoutMs > 0 ? config.pgStatementTimeoutMs + ANSWER_GRACE_MS : undefined;
     this.pool = new pg.Pool({
       ...connection,
       max: config.pgPoolSize,
       // 0 means no limit in PostgreSQL too.
       statement_timeout: config.pgStatementTimeoutMs,
+      query_timeout: answerTimeout,
     });
-    // An idle pooled connection that dies (database restart) is dropped by the pool, which
-    // opens a new one on demand; without a handler the 'error' event would crash the process.
+    // pg-pool listens for 'error' on a client only while it is idle, and a pg client emits
+    // 'error' when its connection dies; a checked-out client with no listener of its own
+    // would take the process down (an unhandled 'error' event). This listener stays for
+    // the client's life; the query in flight fails on its own and the request answers 503.
+    this.pool.on('connect', (client) => {
+      client.on('error', (error) =>
+        this.logger?.warn({ err: error }, 'PostgreSQL connection lost; replaced on demand'),
+      );
+    });
+    // An idle client's error also reaches the pool, which drops that client.
     this.pool.on('error', () => {});
     this.listener = new WakeListener(
-      connection,
+      { ...connection, query_timeout: config.pgConnectTimeoutMs },
       (addressId) => {
         for (const listener of this.changeListeners) listener(addressId);
       },
@@ -558,7 +387,7 @@ export class PostgresStorage implements Storage {
     try {
       return await this.pool.connect();
     } catch (error) {
-      throw Object.assign(unavailable('The database is unavailable; retry shortly.'), { cause: error });
+      throw databaseUnavailable(error);
     }
   }
 
@@ -572,7 +401,7 @@ export class PostgresStorage implements Storage {
         return result;
       } catch (error) {
         // A connection-level failure destroys the connection rather than pooling it again.
-        db.release(isUnavailable(error) ? (error as Error) : undefined);
+        db.release(isConnectionLost(error) ? (error as Error) : undefined);
         if (attempt < 3 && isRetryable(error)) continue;
         throw storageError(error);
       }
@@ -582,7 +411,10 @@ export class PostgresStorage implements Storage {
   /**
    * Runs `work` in one transaction on one pooled connection. A deadlock or serialization
    * failure runs it again (nothing of the failed try was committed). A connection that
-   * fails mid-way is destroyed rather than returned to the pool.
+   * fails mid-way is destroyed rather than returned to the pool, without a ROLLBACK when it
+   * is lost (the server rolls back a session that ends; a stalled one would not answer).
+   * A COMMIT whose answer never came has an unknown outcome: it answers 503 like any
+   * other failure, and the sender's retry with its idempotency key settles it.
    */
   private async transaction<T>(work: (db: pg.PoolClient) => Promise<Outcome<T>>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
@@ -594,10 +426,12 @@ export class PostgresStorage implements Storage {
         db.release();
         return 'commit' in outcome ? outcome.commit : outcome.rollback;
       } catch (error) {
-        const broken = await db.query('ROLLBACK').then(
-          () => false,
-          () => true,
-        );
+        const broken =
+          isConnectionLost(error) ||
+          (await db.query('ROLLBACK').then(
+            () => false,
+            () => true,
+          ));
         db.release(broken ? (error instanceof Error ? error : true) : undefined);
         if (attempt < 3 && isRetryable(error)) continue;
         throw storageError(error);
@@ -609,14 +443,16 @@ export class PostgresStorage implements Storage {
     await this.transaction(async (db) => {
       // A migration may take longer than a request may; it runs once, at start.
       await db.query('SET LOCAL statement_timeout = 0');
+      const run = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) =>
+        db.query<R>({ text, values, ...NO_ANSWER_DEADLINE });
       // Instances starting together queue here; each later one then finds the work done.
-      await db.query(SQL.migrationLock, [LOCK_NAMESPACE, MIGRATION_LOCK]);
-      await db.query(SQL.createMigrationsTable);
-      const applied = new Set((await db.query<{ version: number }>(SQL.appliedMigrations)).rows.map((r) => r.version));
+      await run(SQL.migrationLock, [LOCK_NAMESPACE, MIGRATION_LOCK]);
+      await run(SQL.createMigrationsTable);
+      const applied = new Set((await run<{ version: number }>(SQL.appliedMigrations)).rows.map((r) => r.version));
       for (const migration of PG_MIGRATIONS) {
         if (applied.has(migration.version)) continue;
-        await db.query(migration.sql);
-        await db.query(SQL.recordMigration, [migration.version, migration.name, Date.now()]);
+        await run(migration.sql);
+        await run(SQL.recordMigration, [migration.version, migration.name, Date.now()]);
       }
       return { commit: undefined };
     });

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { unavailable } from '../core/errors.js';
 import { newEventId } from '../core/secrets.js';
 import {
   ADDRESS_COLUMNS,
@@ -21,6 +22,7 @@ import {
 } from './rows.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
 import { lockForThisProcess, migrate, openSqlite, type Synchronous } from './sqlite-connection.js';
+import { cannotOpen, sqliteError } from './sqlite-errors.js';
 import type {
   CallableWrite,
   WireError,
@@ -99,8 +101,18 @@ function startWriter(options: WriterOptions): Worker {
   });
 }
 
-const fromWire = (error: WireError): Error =>
-  Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code });
+/** A writer's error as the caller gets it: 503 for a full disk or an I/O error (sqlite-errors.ts). */
+const fromWire = (error: WireError): unknown =>
+  sqliteError(Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code }));
+
+/** Runs a read on the event loop's connection; an I/O failure becomes 503 (sqlite-errors.ts). */
+function read<T>(query: () => T): T {
+  try {
+    return query();
+  } catch (error) {
+    throw sqliteError(error);
+  }
+}
 
 export interface SqliteOptions {
   /** PRAGMA synchronous; FULL unless a benchmark asks otherwise. */
@@ -147,8 +159,13 @@ export class SqliteStorage implements Storage {
     // Two connections (this one and the writer's) share the file: an in-memory database cannot.
     if (path === ':memory:' || path === '')
       throw new Error('the SQLite storage needs a file path (ROOST_DB), not an in-memory database');
-    mkdirSync(dirname(path), { recursive: true });
-    this.processLock = lockForThisProcess(path);
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+      this.processLock = lockForThisProcess(path);
+    } catch (error) {
+      // "another Roost process is using …" is already the sentence to show.
+      throw (error as { code?: unknown }).code === undefined ? error : cannotOpen(path, error);
+    }
     let opened: Database.Database | undefined;
     try {
       this.description = `sqlite:${path}`;
@@ -196,7 +213,7 @@ export class SqliteStorage implements Storage {
       // A storage that did not open holds nothing: not its connection, not the file.
       opened?.close();
       this.processLock.close();
-      throw error;
+      throw cannotOpen(path, error);
     }
   }
 
@@ -212,7 +229,13 @@ export class SqliteStorage implements Storage {
   private writerGone(error: Error): void {
     if (!this.writerFailure && !this.closing)
       this.logger?.fatal({ err: error }, 'the SQLite writer thread stopped: writes fail until Roost is restarted');
-    this.writerFailure ??= error;
+    // Every write fails from now on: 503, and /readyz says so, until Roost is restarted.
+    this.writerFailure ??= Object.assign(
+      unavailable('The storage writer thread stopped; writes fail until Roost is restarted.'),
+      {
+        cause: error,
+      },
+    );
     for (const waiting of this.inFlight.values()) waiting.reject(this.writerFailure);
     this.inFlight.clear();
   }
@@ -241,7 +264,7 @@ export class SqliteStorage implements Storage {
   async getAddress(id: string, now: number): Promise<AddressRecord | null> {
     const cached = this.addressCache.get(id);
     if (cached) return cached.expiresAt === null || cached.expiresAt > now ? cached : null;
-    const row = this.sql.addressById.get({ id, now });
+    const row = read(() => this.sql.addressById.get({ id, now }));
     if (!row) return null;
     const record = Object.freeze(toAddress(row));
     if (this.addressCache.size >= ADDRESS_CACHE_SIZE) this.addressCache.delete(this.addressCache.keys().next().value!);
@@ -250,7 +273,7 @@ export class SqliteStorage implements Storage {
   }
 
   async getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null> {
-    const row = this.sql.addressBySlug.get({ slug, now });
+    const row = read(() => this.sql.addressBySlug.get({ slug, now }));
     return row ? toAddress(row) : null;
   }
 
@@ -334,11 +357,13 @@ export class SqliteStorage implements Storage {
   }
 
   async hasRoom(addressId: string, capacity: number): Promise<boolean> {
-    return this.sql.countEvents.get(addressId)!.n < capacity || this.sql.anyAcknowledged.get(addressId) !== undefined;
+    return read(
+      () => this.sql.countEvents.get(addressId)!.n < capacity || this.sql.anyAcknowledged.get(addressId) !== undefined,
+    );
   }
 
   async listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord> {
-    const rows = this.sql.page.all(addressId, after, limit + 1);
+    const rows = read(() => this.sql.page.all(addressId, after, limit + 1));
     const hasMore = rows.length > limit;
     return { events: (hasMore ? rows.slice(0, limit) : rows).map(pageRowToEvent), hasMore };
   }

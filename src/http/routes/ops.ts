@@ -1,5 +1,23 @@
 // Operations endpoints (CONTRACT §9): liveness, readiness, Prometheus metrics, OpenAPI.
 import type { FastifyInstance } from 'fastify';
+import { unavailable } from '../../core/errors.js';
+import { sendError } from '../errors.js';
+
+/**
+ * /readyz answers within this long. A database that hangs rather than refuses (a stalled
+ * server, a full pool) would otherwise hold the probe until the storage's own timeouts,
+ * and a balancer's probe gives up first and learns nothing.
+ */
+const READY_WITHIN_MS = 2_000;
+
+/** Resolves when the storage answered in time, rejects otherwise. */
+function pingWithin(ping: () => Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('no answer in time')), ms);
+  });
+  return Promise.race([ping(), late]).finally(() => clearTimeout(timer));
+}
 
 export async function opsRoutes(app: FastifyInstance): Promise<void> {
   const { storage, metrics, config } = app.roost;
@@ -8,12 +26,10 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     try {
-      await storage.ping();
+      await pingWithin(() => storage.ping(), READY_WITHIN_MS);
       return { status: 'ready', storage: storage.engine };
     } catch {
-      return reply
-        .code(503)
-        .send({ error: { code: 'unavailable', message: `Storage (${storage.engine}) is not reachable.` } });
+      return sendError(reply, unavailable(`Storage (${storage.engine}) is not reachable.`));
     }
   });
 

@@ -1,0 +1,62 @@
+// A TCP proxy between Roost and PostgreSQL that can drop Roost's side of a connection at
+// the worst moment: right after forwarding the Sync that makes the server run (and commit)
+// a given statement, before its answer comes back. Roost then cannot know whether that
+// statement committed — the "outcome unknown" fault of a connection dying during COMMIT.
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+/** The extended protocol's Sync message: 'S', length 4. */
+const SYNC = Buffer.from([0x53, 0, 0, 0, 4]);
+
+export interface TcpProxy {
+  port: number;
+  /** The next statement whose bytes contain `marker` is sent, then Roost's side is cut. Resolves once cut. */
+  cutAfterSending(marker: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
+  let armed: { marker: Buffer; cut: () => void } | undefined;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(targetPort, '127.0.0.1');
+    sockets.add(client).add(upstream);
+    let sawMarker = false;
+    let cut = false;
+    client.on('data', (chunk) => {
+      upstream.write(chunk);
+      if (armed && !sawMarker && chunk.includes(armed.marker)) sawMarker = true;
+      if (sawMarker && armed && chunk.includes(SYNC)) {
+        const { cut: done } = armed;
+        armed = undefined;
+        cut = true;
+        client.destroy();
+        // The server must read what was forwarded before it sees the connection close.
+        setTimeout(() => upstream.destroy(), 1_000);
+        done();
+      }
+    });
+    upstream.on('data', (chunk) => {
+      if (!cut) client.write(chunk);
+    });
+    client.on('close', () => {
+      sockets.delete(client);
+      if (!cut) upstream.destroy();
+    });
+    upstream.on('close', () => {
+      sockets.delete(upstream);
+      client.destroy();
+    });
+    client.on('error', () => {});
+    upstream.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    cutAfterSending: (marker) => new Promise((resolve) => (armed = { marker: Buffer.from(marker), cut: resolve })),
+    close: () =>
+      new Promise((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
