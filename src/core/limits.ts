@@ -17,3 +17,5 @@ export const TTL_MAX_SECONDS = 31_536_000;
 export const MAX_JSON_DEPTH = 64;
 /** Idempotency keys: 1–255 visible ASCII characters (CONTRACT §3). */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** Seconds a client refused a long-poll or stream slot is asked to wait (a held poll lasts at most 25 s). */
+export const WAITER_RETRY_AFTER_SECONDS = 5;

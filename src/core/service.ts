@@ -14,13 +14,21 @@ import type { AddressRecord, EventRecord, Storage, TokenBucketResult } from '../
 import {
   RoostError,
   addressNotFound,
+  tooManyWaiters,
   eventNotFound,
   inboxNotFound,
   invalidRequest,
   queueFull,
   unauthorized,
 } from './errors.js';
-import { EVENT_CAPACITY, IDEMPOTENCY_KEY_PATTERN, MAX_JSON_DEPTH, RETENTION_MS } from './limits.js';
+import {
+  EVENT_CAPACITY,
+  IDEMPOTENCY_KEY_PATTERN,
+  LIMIT_MAX,
+  MAX_JSON_DEPTH,
+  RETENTION_MS,
+  WAITER_RETRY_AFTER_SECONDS,
+} from './limits.js';
 import type { Metrics } from './metrics.js';
 import {
   INGRESS_SECRET_PREFIX,
@@ -34,7 +42,7 @@ import {
 } from './secrets.js';
 import { eventJson } from './event-json.js';
 import { isoTime } from './iso-time.js';
-import type { Waiters } from './waiters.js';
+import { sliceShared, type SharedRead, type Waiters } from './waiters.js';
 
 export type Clock = () => number;
 
@@ -69,10 +77,19 @@ export interface EventStreamHandle {
   /** True once the service is shutting down: the stream should end. */
   readonly closing: boolean;
   /**
-   * Events past `after` (at most `limit`) as stored, to be written with eventJson; or
-   * 'gone' once the address is deleted or expired.
+   * Events past `after` (at most `limit`, and at most a page's bytes) as stored, to be
+   * written with eventJson; or 'gone' once the address is deleted or expired.
    */
   readAfter(after: number, limit: number): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone'>;
+  /**
+   * The part of a wake-up's shared read past `after`, cut as readAfter cuts; 'gone' as
+   * readAfter; null when the shared read does not cover `after` (then call readAfter).
+   */
+  fromShared(
+    read: SharedRead,
+    after: number,
+    limit: number,
+  ): { records: EventRecord[]; hasMore: boolean } | 'gone' | null;
   /** Stops the wake-ups; call it once when the stream ends. */
   close(): void;
 }
@@ -170,6 +187,29 @@ export class RoostService {
     clock: Clock = Date.now,
   ) {
     this.now = clock;
+    waiters.useReader((addressId, after) => this.readForWaiters(addressId, after));
+  }
+
+  /** The one read a wake-up makes for all the polls and streams of an address. */
+  private async readForWaiters(addressId: string, after: number): Promise<SharedRead> {
+    this.metrics.wakeReads.inc();
+    const address = await this.storage.getAddress(addressId, this.now());
+    if (!address) return { after, address, records: [], bytes: [], hasMore: false };
+    const page = await this.storage.listEvents(addressId, after, LIMIT_MAX, this.config.maxPageBytes);
+    const bytes = page.events.map(
+      (record) =>
+        Buffer.byteLength(record.dataJson) + (record.metadataJson === null ? 0 : Buffer.byteLength(record.metadataJson)),
+    );
+    return { after, address, records: page.events, bytes, hasMore: page.hasMore };
+  }
+
+  /** A slot for one held poll or stream, or 429 too_many_waiters (counted) when a cap is reached. */
+  private admitWaiter(addressId: string, client: string): () => void {
+    const admitted = this.waiters.admit(addressId, client);
+    if (typeof admitted === 'function') return admitted;
+    this.metrics.waitersRefused.inc({ limit: admitted });
+    const cap = admitted === 'address' ? this.config.maxWaitersPerAddress : this.config.maxWaitersPerIp;
+    throw tooManyWaiters(admitted, cap, WAITER_RETRY_AFTER_SECONDS);
   }
 
   // --- provisioning -------------------------------------------------------------------
@@ -249,40 +289,61 @@ export class RoostService {
   /**
    * Reads a page; with wait > 0 and nothing past `after`, holds until a commit wakes it,
    * `wait` seconds pass, the address goes away, the client leaves (signal) or shutdown.
+   * A held poll takes one of the waiter slots of its address and of `client`.
    */
   async listEvents(
     addressId: string,
     token: string | undefined,
     options: ListOptions,
     signal?: AbortSignal,
+    client = '',
   ): Promise<RecordPage> {
     let address = await this.authenticate(addressId, token);
     const deadline = this.now() + options.wait * 1000;
-    for (;;) {
-      // Register before reading: a commit between the read and the wait still wakes us.
-      const ticket = options.wait > 0 && !this.waiters.isClosing ? this.waiters.register(addressId) : null;
-      const page = await this.storage.listEvents(addressId, options.after, options.limit);
-      const until = address.expiresAt === null ? deadline : Math.min(deadline, address.expiresAt);
-      if (!ticket || page.events.length > 0 || until <= this.now()) {
-        ticket?.cancel();
-        if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now())
-          throw addressNotFound();
-        return { records: page.events, hasMore: page.hasMore, after: options.after };
-      }
-      const outcome = await ticket.wait(until - this.now(), signal);
-      if (outcome === 'aborted' || outcome === 'closing') return { records: [], hasMore: false, after: options.after };
-      const current = await this.storage.getAddress(addressId, this.now());
-      if (!current) throw addressNotFound();
-      address = current;
-      if (outcome === 'woken') {
-        const next = await this.storage.listEvents(addressId, options.after, options.limit);
-        if (next.events.length > 0) {
-          // From the wake-up (the commit's) to the answer being ready, in real time.
-          if (ticket.wokenAt !== undefined)
-            this.metrics.wakeLatency.observe((performance.now() - ticket.wokenAt) / 1000);
-          return { records: next.events, hasMore: next.hasMore, after: options.after };
+    const { after, limit } = options;
+    const maxBytes = this.config.maxPageBytes;
+    let release: (() => void) | undefined;
+    try {
+      for (;;) {
+        // Register before reading: a commit between the read and the wait still wakes us.
+        const ticket = options.wait > 0 && !this.waiters.isClosing ? this.waiters.register(addressId, after) : null;
+        const page = await this.storage.listEvents(addressId, after, limit, maxBytes);
+        const until = address.expiresAt === null ? deadline : Math.min(deadline, address.expiresAt);
+        if (!ticket || page.events.length > 0 || until <= this.now()) {
+          ticket?.cancel();
+          if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now())
+            throw addressNotFound();
+          return { records: page.events, hasMore: page.hasMore, after };
+        }
+        if (!release) {
+          try {
+            release = this.admitWaiter(addressId, client);
+          } catch (error) {
+            ticket.cancel();
+            throw error;
+          }
+        }
+        const outcome = await ticket.wait(until - this.now(), signal);
+        if (outcome === 'aborted' || outcome === 'closing') return { records: [], hasMore: false, after };
+        const shared = outcome === 'woken' ? await ticket.read : undefined;
+        if (shared) {
+          if (!shared.address) throw addressNotFound();
+          address = shared.address;
+          const slice = sliceShared(shared, after, limit, maxBytes);
+          if (slice && slice.records.length > 0) {
+            // From the wake-up (the commit's) to the answer being ready, in real time.
+            if (ticket.wokenAt !== undefined)
+              this.metrics.wakeLatency.observe((performance.now() - ticket.wokenAt) / 1000);
+            return { ...slice, after };
+          }
+        } else {
+          const current = await this.storage.getAddress(addressId, this.now());
+          if (!current) throw addressNotFound();
+          address = current;
         }
       }
+    } finally {
+      release?.();
     }
   }
 
@@ -387,13 +448,23 @@ export class RoostService {
    * Opens a stream of the queue: authenticates as the events URL does (404, then 401),
    * then subscribes `onChange` to the address's wake-ups — the long-poll's Waiters, not a
    * second mechanism — before the caller's first read, so a commit during the replay still
-   * calls it. `onChange` also runs on shutdown (then `closing` is true). Wake-ups carry no
-   * data: the caller re-reads after its cursor, one read at a time.
+   * calls it. `onChange` also runs on shutdown (then `closing` is true). A wake-up hands
+   * over the read it shares with the address's other readers (fromShared); the caller
+   * reads for itself past it, one read at a time. An open stream takes one of the waiter
+   * slots of its address and of `client` until it is closed.
    */
-  async openStream(addressId: string, token: string | undefined, onChange: () => void): Promise<EventStreamHandle> {
+  async openStream(
+    addressId: string,
+    token: string | undefined,
+    cursor: () => number | undefined,
+    onChange: (read?: Promise<SharedRead>) => void,
+    client = '',
+  ): Promise<EventStreamHandle> {
     const { expiresAt } = await this.authenticate(addressId, token);
-    const unsubscribe = this.waiters.subscribe(addressId, onChange);
+    const release = this.admitWaiter(addressId, client);
+    const unsubscribe = this.waiters.subscribe(addressId, cursor, onChange);
     const waiters = this.waiters;
+    const maxBytes = this.config.maxPageBytes;
     return {
       expiresInMs: () => (expiresAt === null ? null : expiresAt - this.now()),
       get closing() {
@@ -402,10 +473,14 @@ export class RoostService {
       readAfter: async (after, limit) => {
         // Deleted or expired: the stream ends with `gone` (CONTRACT §2: behaves as deleted).
         if (!(await this.storage.getAddress(addressId, this.now()))) return 'gone';
-        const page = await this.storage.listEvents(addressId, after, limit);
+        const page = await this.storage.listEvents(addressId, after, limit, maxBytes);
         return { records: page.events, hasMore: page.hasMore };
       },
-      close: unsubscribe,
+      fromShared: (read, after, limit) => (read.address ? sliceShared(read, after, limit, maxBytes) : 'gone'),
+      close: () => {
+        unsubscribe();
+        release();
+      },
     };
   }
 

@@ -9,12 +9,13 @@ import { addressNotFound, invalidRequest } from '../../core/errors.js';
 import { eventJson } from '../../core/event-json.js';
 import { LIMIT_MAX } from '../../core/limits.js';
 import type { EventStreamHandle } from '../../core/service.js';
+import type { SharedRead } from '../../core/waiters.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
 
 /** CONTRACT §4.1 asks for a comment at least every 15 s; 10 s leaves room for timer drift. */
 export const HEARTBEAT_MS = 10_000;
-/** The replay pages through storage in batches of the largest page size. */
+/** The replay pages through storage in batches of the largest page size (and a page's bytes at most). */
 const BATCH = LIMIT_MAX;
 /** setTimeout's ceiling (~24.8 days); a later expiry re-arms the timer. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -42,6 +43,8 @@ class SseStream {
   private reading = false;
   private again = false;
   private ended = false;
+  /** The latest wake-up's shared read, not yet used (a later one supersedes it). */
+  private shared?: Promise<SharedRead>;
   private heartbeat?: NodeJS.Timeout;
   private expiry?: NodeJS.Timeout;
 
@@ -52,11 +55,17 @@ class SseStream {
     private readonly log: FastifyBaseLogger,
   ) {}
 
+  /** Where a shared read must start for this stream; undefined while it reads for itself. */
+  get sharedCursor(): number | undefined {
+    return this.reading ? undefined : this.cursor;
+  }
+
   start(): void {
     this.res.once('close', () => this.end());
     this.res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
       'x-accel-buffering': 'no', // nginx and similar proxies would otherwise hold messages back
     });
     this.res.write(': stream open\n\n');
@@ -70,8 +79,9 @@ class SseStream {
    * asks for one more read once this one is done: reads never overlap, so nothing is sent
    * twice or out of order.
    */
-  pump(): void {
+  pump(shared?: Promise<SharedRead>): void {
     if (this.ended) return;
+    if (shared) this.shared = shared;
     // Shutdown (Waiters.closeAll): end now, even while a read or a slow client is pending.
     if (this.handle.closing) return this.end();
     if (this.reading) {
@@ -99,8 +109,12 @@ class SseStream {
 
   private async sendPending(): Promise<void> {
     if (this.handle.closing) return this.end(); // shutdown: clients reconnect with Last-Event-ID
+    const shared = this.shared;
+    this.shared = undefined;
+    // Started after the commit that woke us, and from a cursor no later than ours.
+    let page = shared ? this.handle.fromShared(await shared, this.cursor, BATCH) : null;
     for (;;) {
-      const page = await this.handle.readAfter(this.cursor, BATCH);
+      page ??= await this.handle.readAfter(this.cursor, BATCH);
       if (this.ended) return;
       if (page === 'gone') {
         // `data` is required for EventSource to dispatch the event at all.
@@ -115,6 +129,7 @@ class SseStream {
         await this.send(chunk);
       }
       if (!page.hasMore || this.ended) return;
+      page = null;
     }
   }
 
@@ -182,7 +197,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
             description: 'A stream of events (text/event-stream).',
             content: { 'text/event-stream': { schema: Type.String() } },
           },
-          ...errorResponses(400, 401, 404),
+          ...errorResponses(400, 401, 404, 429),
         },
       },
       // Digits only, as on the events URL (CONTRACT §4), checked before coercion.
@@ -210,16 +225,21 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           typeof lastEventId === 'string' && lastEventId !== '' ? Number(lastEventId) : request.query.after;
         const left = clientGone(reply);
         // Wake-ups before the stream exists are covered by its first read (subscribed first).
-        let onChange = () => {};
-        const handle = await service.openStream(request.params.addressId, requestToken(request), () => onChange());
+        let stream: SseStream | undefined;
+        const handle = await service.openStream(
+          request.params.addressId,
+          requestToken(request),
+          () => stream?.sharedCursor,
+          (read) => stream?.pump(read),
+          request.ip,
+        );
         reply.hijack();
         if (left.aborted) {
           handle.close();
           reply.raw.destroy();
           return;
         }
-        const stream = new SseStream(reply.raw, handle, cursor, request.log);
-        onChange = () => stream.pump();
+        stream = new SseStream(reply.raw, handle, cursor, request.log);
         stream.start();
       },
     },
