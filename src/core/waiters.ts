@@ -54,7 +54,7 @@ interface Ticket {
 }
 
 interface Listener {
-  /** Undefined while it is reading for itself: a shared read need not start low for it. */
+  /** Undefined while it works through a backlog by itself: a shared read need not start low for it. */
   cursor(): number | undefined;
   notify(read?: Promise<SharedRead>): void;
 }
@@ -216,7 +216,7 @@ export class Waiters {
     if (tickets) for (const ticket of tickets) after = Math.min(after, ticket.after);
     const parties = listeners ? [...listeners] : [];
     for (const listener of parties) after = Math.min(after, listener.cursor() ?? Infinity);
-    // Only streams busy reading for themselves: no shared read; each reads on once done.
+    // Only streams working through a backlog: no shared read; each reads on once done.
     const read = after === Infinity ? undefined : this.reader?.(addressId, after);
     // Each party awaits it; a failed read must not also surface as an unhandled rejection.
     read?.catch(() => undefined);

@@ -41,6 +41,8 @@ const StreamHeadersSchema = Type.Object({
 /** One open stream: serialised reads from the cursor on, framed as SSE messages. */
 class SseStream {
   private reading = false;
+  /** True until a read finds nothing more past the cursor: the replay, or a backlog. */
+  private behind = true;
   private again = false;
   private ended = false;
   /** The latest wake-up's shared read, not yet used (a later one supersedes it). */
@@ -55,9 +57,13 @@ class SseStream {
     private readonly log: FastifyBaseLogger,
   ) {}
 
-  /** Where a shared read must start for this stream; undefined while it reads for itself. */
+  /**
+   * Where a shared read must start for this stream; undefined while it works through a
+   * backlog on its own reads, so that one slow or lagging stream does not pull the read
+   * shared by the others back to its cursor.
+   */
   get sharedCursor(): number | undefined {
-    return this.reading ? undefined : this.cursor;
+    return this.behind ? undefined : this.cursor;
   }
 
   start(): void {
@@ -128,6 +134,7 @@ class SseStream {
         this.cursor = page.records[page.records.length - 1].sequence;
         await this.send(chunk);
       }
+      this.behind = page.hasMore;
       if (!page.hasMore || this.ended) return;
       page = null;
     }
