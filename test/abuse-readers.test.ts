@@ -175,7 +175,10 @@ await forEachEngine(
       assert.equal(JSON.parse(await refused.body).error.code, 'too_many_waiters');
       const mcp = new Client({ name: 'abuse-test', version: '1.0.0' });
       await mcp.connect(new StreamableHTTPClientTransport(new URL(`${base()}/mcp/${addresses[5].id}`)));
-      const viaMcp = await mcp.callTool({ name: 'poll_events', arguments: { read_token: addresses[5].token, wait: 5 } });
+      const viaMcp = await mcp.callTool({
+        name: 'poll_events',
+        arguments: { read_token: addresses[5].token, wait: 5 },
+      });
       assert.equal(viaMcp.isError, true);
       assert.match(JSON.stringify(viaMcp.content), /too_many_waiters/);
       await mcp.close();
@@ -199,7 +202,8 @@ await forEachEngine(
     it('300 streams and 20 held polls on one address: 10 deliveries reach all, with one read per wake-up', async () => {
       const a = await createAddress(base());
       const streams: Stream[] = [];
-      for (let i = 0; i < 300; i += 50) streams.push(...(await Promise.all(range(50).map(() => Stream.open(base(), a)))));
+      for (let i = 0; i < 300; i += 50)
+        streams.push(...(await Promise.all(range(50).map(() => Stream.open(base(), a)))));
       assert.ok(streams.every((s) => s.status === 200));
       await eventually(() => server().roost.waiters.subscribed === 300, 'every stream subscribed');
       const polls = range(20).map(() => listEvents(base(), a, 'wait=20&limit=100'));

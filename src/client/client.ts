@@ -202,7 +202,7 @@ export class RoostClient {
 
     while (!signal?.aborted) {
       // A page cut short (by count or by bytes) is followed at once, without asking to wait.
-      const asked = { after: cursor, limit, wait: more ? 0 : wait, signal };
+      const asked: ListEventsOptions = { after: cursor, limit, wait: more ? 0 : wait, signal };
       const page = await retryTransient(() => this.listEvents(asked), retry);
       if (!page) return;
       more = page.has_more;

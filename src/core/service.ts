@@ -198,7 +198,8 @@ export class RoostService {
     const page = await this.storage.listEvents(addressId, after, LIMIT_MAX, this.config.maxPageBytes);
     const bytes = page.events.map(
       (record) =>
-        Buffer.byteLength(record.dataJson) + (record.metadataJson === null ? 0 : Buffer.byteLength(record.metadataJson)),
+        Buffer.byteLength(record.dataJson) +
+        (record.metadataJson === null ? 0 : Buffer.byteLength(record.metadataJson)),
     );
     return { after, address, records: page.events, bytes, hasMore: page.hasMore };
   }

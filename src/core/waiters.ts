@@ -196,7 +196,8 @@ export class Waiters {
   subscribe(
     addressId: string,
     cursor: () => number | undefined,
-    notify: (read?: Promise<SharedRead>) => void): () => void {
+    notify: (read?: Promise<SharedRead>) => void,
+  ): () => void {
     const set = this.listeners.get(addressId) ?? new Set<Listener>();
     this.listeners.set(addressId, set);
     const listener: Listener = { cursor, notify };

@@ -717,7 +717,12 @@ export class PostgresStorage implements Storage {
     return rows[0].room;
   }
 
-  async listEvents(addressId: string, after: number, limit: number, maxBytes = Number.MAX_SAFE_INTEGER): Promise<EventPageRecord> {
+  async listEvents(
+    addressId: string,
+    after: number,
+    limit: number,
+    maxBytes = Number.MAX_SAFE_INTEGER,
+  ): Promise<EventPageRecord> {
     const { rows } = await this.query<EventRow & { candidates: number }>(SQL.page, [
       addressId,
       after,

@@ -295,7 +295,12 @@ export class SqliteStorage implements Storage {
     return this.sql.countEvents.get(addressId)!.n < capacity || this.sql.anyAcknowledged.get(addressId) !== undefined;
   }
 
-  async listEvents(addressId: string, after: number, limit: number, maxBytes = Number.MAX_SAFE_INTEGER): Promise<EventPageRecord> {
+  async listEvents(
+    addressId: string,
+    after: number,
+    limit: number,
+    maxBytes = Number.MAX_SAFE_INTEGER,
+  ): Promise<EventPageRecord> {
     const rows = this.sql.page.all(addressId, after, limit + 1, addressId, limit, maxBytes);
     return { events: rows.map(pageRowToEvent), hasMore: rows.length > 0 && rows[0][10] > rows.length };
   }

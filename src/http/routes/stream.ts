@@ -232,12 +232,12 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           typeof lastEventId === 'string' && lastEventId !== '' ? Number(lastEventId) : request.query.after;
         const left = clientGone(reply);
         // Wake-ups before the stream exists are covered by its first read (subscribed first).
-        let stream: SseStream | undefined;
+        const opened: { stream?: SseStream } = {};
         const handle = await service.openStream(
           request.params.addressId,
           requestToken(request),
-          () => stream?.sharedCursor,
-          (read) => stream?.pump(read),
+          () => opened.stream?.sharedCursor,
+          (read) => opened.stream?.pump(read),
           request.ip,
         );
         reply.hijack();
@@ -246,8 +246,8 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           reply.raw.destroy();
           return;
         }
-        stream = new SseStream(reply.raw, handle, cursor, request.log);
-        stream.start();
+        opened.stream = new SseStream(reply.raw, handle, cursor, request.log);
+        opened.stream.start();
       },
     },
   );
