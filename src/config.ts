@@ -55,6 +55,18 @@ export interface Config {
   sweepIntervalMs: number;
   /** How long SIGTERM waits for in-flight requests before closing storage. */
   shutdownGraceMs: number;
+  /** Held polls plus open streams allowed per address, and per client IP; 0 means no limit. */
+  maxWaitersPerAddress: number;
+  maxWaitersPerIp: number;
+  /** Open HTTP connections allowed per peer address; 0 means no limit. */
+  maxConnectionsPerIp: number;
+  /** Time allowed to receive a whole request, and its headers; a response may take longer. */
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  keepAliveTimeoutMs: number;
+  /** A page of events stops before the event that would take its stored bytes past this (one event at least). */
+  maxPageBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -86,6 +98,13 @@ export const ENV_VARS = [
   'ROOST_MAX_VIEW_TOKENS',
   'LOG_LEVEL',
   'ROOST_SWEEP_INTERVAL_MS',
+  'ROOST_MAX_WAITERS_PER_ADDRESS',
+  'ROOST_MAX_WAITERS_PER_IP',
+  'ROOST_MAX_CONNECTIONS_PER_IP',
+  'ROOST_REQUEST_TIMEOUT_MS',
+  'ROOST_HEADERS_TIMEOUT_MS',
+  'ROOST_KEEP_ALIVE_TIMEOUT_MS',
+  'ROOST_MAX_PAGE_BYTES',
 ] as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -227,6 +246,12 @@ export function loadConfig(env: Env = {}): Config {
   }
   const logLevel = (env.LOG_LEVEL || 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const requestTimeoutMs = integer(env, 'ROOST_REQUEST_TIMEOUT_MS', 30_000, 1_000, 3_600_000);
+  const headersTimeoutMs = integer(env, 'ROOST_HEADERS_TIMEOUT_MS', 10_000, 1_000, 3_600_000);
+  // Node's rule: the headers are part of the request, so their limit cannot be the longer one.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('ROOST_HEADERS_TIMEOUT_MS cannot exceed ROOST_REQUEST_TIMEOUT_MS');
+  }
   const mailDomain = (env.ROOST_MAIL_DOMAIN || 'localhost').toLowerCase();
   if (!/^[a-z0-9.-]+$/.test(mailDomain))
     throw new ConfigError(`ROOST_MAIL_DOMAIN is not a domain name: "${mailDomain}"`);
@@ -257,5 +282,12 @@ export function loadConfig(env: Env = {}): Config {
     logLevel,
     sweepIntervalMs: integer(env, 'ROOST_SWEEP_INTERVAL_MS', 30_000, 50, 3_600_000),
     shutdownGraceMs: 10_000,
+    maxWaitersPerAddress: integer(env, 'ROOST_MAX_WAITERS_PER_ADDRESS', 32, 0, 1_000_000),
+    maxWaitersPerIp: integer(env, 'ROOST_MAX_WAITERS_PER_IP', 1024, 0, 1_000_000),
+    maxConnectionsPerIp: integer(env, 'ROOST_MAX_CONNECTIONS_PER_IP', 2048, 0, 1_000_000),
+    requestTimeoutMs,
+    headersTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'ROOST_KEEP_ALIVE_TIMEOUT_MS', 5_000, 1, 3_600_000),
+    maxPageBytes: parseSize(env, 'ROOST_MAX_PAGE_BYTES', 4 * 1024 * 1024),
   };
 }

@@ -45,7 +45,7 @@ export interface RunningRoost {
 export async function startRoost(config: Config, options: StartOptions = {}): Promise<RunningRoost> {
   const logger = createLogger(config.logLevel, options.logDestination);
   const storage = options.storage ?? (await openStorage(config, logger));
-  const waiters = new Waiters();
+  const waiters = new Waiters({ perAddress: config.maxWaitersPerAddress, perClient: config.maxWaitersPerIp });
   const metrics = new Metrics(
     () => waiters.held,
     () => waiters.subscribed,

@@ -49,7 +49,10 @@ export interface RoostClientOptions {
 export interface ListEventsOptions {
   /** Return events whose sequence is greater than this (default 0). */
   after?: number;
-  /** Page size, 1–100 (default 50). */
+  /**
+   * Page size, 1–100 (default 50). A page of large events holds fewer (the service bounds
+   * a page by bytes too, but always sends at least one event); `has_more` says more wait.
+   */
   limit?: number;
   /** Long-poll seconds, 0–25, when no event is past `after` (default 0). */
   wait?: number;
@@ -252,11 +255,15 @@ export class RoostClient {
     const wait = options.wait ?? 25;
     const limit = options.limit ?? 100;
     let cursor = options.after ?? 0;
+    let more = false;
     const retry = { signal, backoff: this.#backoff, onRetry };
 
     while (!signal?.aborted) {
-      const page = await retryTransient(() => this.listEvents({ after: cursor, limit, wait, signal }), retry);
+      // A page cut short (by count or by bytes) is followed at once, without asking to wait.
+      const asked: ListEventsOptions = { after: cursor, limit, wait: more ? 0 : wait, signal };
+      const page = await retryTransient(() => this.listEvents(asked), retry);
       if (!page) return;
+      more = page.has_more;
       for (const event of page.events) {
         // Never repeat: whatever a page holds, only a sequence past the cursor is new.
         if (event.sequence <= cursor) continue;

@@ -19,6 +19,8 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'rate_limited'
   | 'queue_full'
+  | 'too_many_waiters'
+  | 'too_many_connections'
   | 'internal_error'
   | 'unavailable';
 
@@ -94,3 +96,14 @@ export const addressBytesFull = (maxBytes: number, retryAfterSeconds: number) =>
 
 export const unavailable = (message = 'Storage is unavailable; retry shortly.') =>
   new RoostError('unavailable', 503, message, { 'Retry-After': '1' });
+
+/** A cap on held polls and streams (per address or per client) is reached. */
+export const tooManyWaiters = (scope: 'address' | 'client', limit: number, retryAfterSeconds: number) =>
+  new RoostError(
+    'too_many_waiters',
+    429,
+    scope === 'address'
+      ? `This return address already has ${limit} long-polls and streams open; close one, or retry later.`
+      : `This client already has ${limit} long-polls and streams open; close one, or retry later.`,
+    { 'Retry-After': String(retryAfterSeconds) },
+  );

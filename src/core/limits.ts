@@ -19,3 +19,5 @@ export const MAX_JSON_DEPTH = 64;
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 /** The longest grace period of a rotated inbox secret (a day). */
 export const GRACE_MAX_SECONDS = 86_400;
+/** Seconds a client refused a long-poll or stream slot is asked to wait (a held poll lasts at most 25 s). */
+export const WAITER_RETRY_AFTER_SECONDS = 5;

@@ -55,6 +55,31 @@ export class Metrics {
 
   readonly streamsOpen: Gauge;
 
+  readonly waitersRefused = new Counter({
+    name: 'roost_waiters_refused_total',
+    help: 'Long-polls and streams refused with 429 too_many_waiters, by the cap reached (address or client).',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+
+  readonly connectionsRefused = new Counter({
+    name: 'roost_connections_refused_total',
+    help: 'HTTP connections refused with 429 too_many_connections: the peer address had too many open.',
+    registers: [this.registry],
+  });
+
+  readonly requestsTimedOut = new Counter({
+    name: 'roost_requests_timed_out_total',
+    help: 'Requests whose headers or body did not arrive in time (answered 408, connection closed).',
+    registers: [this.registry],
+  });
+
+  readonly wakeReads = new Counter({
+    name: 'roost_wake_reads_total',
+    help: 'Storage reads made for a wake-up: one per address woken, shared by all its polls and streams.',
+    registers: [this.registry],
+  });
+
   constructor(heldPolls: () => number, openStreams: () => number) {
     this.pollsHeld = this.sampledGauge('roost_polls_held', 'Long-polls currently held open.', heldPolls);
     this.streamsOpen = this.sampledGauge(

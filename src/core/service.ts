@@ -31,6 +31,7 @@ import {
   RoostError,
   addressBytesFull,
   addressNotFound,
+  tooManyWaiters,
   eventNotFound,
   forbidden,
   inboxNotFound,
@@ -38,7 +39,14 @@ import {
   queueFull,
   unauthorized,
 } from './errors.js';
-import { EVENT_CAPACITY, IDEMPOTENCY_KEY_PATTERN, MAX_JSON_DEPTH, RETENTION_MS } from './limits.js';
+import {
+  EVENT_CAPACITY,
+  IDEMPOTENCY_KEY_PATTERN,
+  LIMIT_MAX,
+  MAX_JSON_DEPTH,
+  RETENTION_MS,
+  WAITER_RETRY_AFTER_SECONDS,
+} from './limits.js';
 import type { Metrics } from './metrics.js';
 import {
   INGRESS_SECRET_PREFIX,
@@ -55,7 +63,7 @@ import {
 } from './secrets.js';
 import { eventJson } from './event-json.js';
 import { isoTime } from './iso-time.js';
-import type { Waiters } from './waiters.js';
+import { sliceShared, type SharedRead, type Waiters } from './waiters.js';
 
 export type Clock = () => number;
 
@@ -90,11 +98,22 @@ export interface EventStreamHandle {
   /** True once the service is shutting down: the stream should end. */
   readonly closing: boolean;
   /**
-   * Events past `after` (at most `limit`) as stored, to be written with eventJson; 'gone'
-   * once the address is deleted or expired; 'revoked' once the stream's credential no longer
-   * opens it (the read token rotated, the view token revoked or expired).
+   * Events past `after` (at most `limit`, and at most a page's bytes) as stored, to be
+   * written with eventJson; 'gone' once the address is deleted or expired; 'revoked' once
+   * the stream's credential no longer opens it (the read token rotated, the view token
+   * revoked or expired).
    */
   readAfter(after: number, limit: number): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked'>;
+  /**
+   * The part of a wake-up's shared read past `after`, cut as readAfter cuts; 'gone' and
+   * 'revoked' as readAfter; null when the shared read does not cover `after`, or the
+   * credential needs a look-up to re-check (a view token): then call readAfter.
+   */
+  fromShared(
+    read: SharedRead,
+    after: number,
+    limit: number,
+  ): { records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked' | null;
   /** Stops the wake-ups; call it once when the stream ends. */
   close(): void;
 }
@@ -204,6 +223,30 @@ export class RoostService {
     clock: Clock = Date.now,
   ) {
     this.now = clock;
+    waiters.useReader((addressId, after) => this.readForWaiters(addressId, after));
+  }
+
+  /** The one read a wake-up makes for all the polls and streams of an address. */
+  private async readForWaiters(addressId: string, after: number): Promise<SharedRead> {
+    this.metrics.wakeReads.inc();
+    const address = await this.storage.getAddress(addressId, this.now());
+    if (!address) return { after, address, records: [], bytes: [], hasMore: false };
+    const page = await this.storage.listEvents(addressId, after, LIMIT_MAX, this.config.maxPageBytes);
+    const bytes = page.events.map(
+      (record) =>
+        Buffer.byteLength(record.dataJson) +
+        (record.metadataJson === null ? 0 : Buffer.byteLength(record.metadataJson)),
+    );
+    return { after, address, records: page.events, bytes, hasMore: page.hasMore };
+  }
+
+  /** A slot for one held poll or stream, or 429 too_many_waiters (counted) when a cap is reached. */
+  private admitWaiter(addressId: string, client: string): () => void {
+    const admitted = this.waiters.admit(addressId, client);
+    if (typeof admitted === 'function') return admitted;
+    this.metrics.waitersRefused.inc({ limit: admitted });
+    const cap = admitted === 'address' ? this.config.maxWaitersPerAddress : this.config.maxWaitersPerIp;
+    throw tooManyWaiters(admitted, cap, WAITER_RETRY_AFTER_SECONDS);
   }
 
   // --- provisioning -------------------------------------------------------------------
@@ -279,6 +322,12 @@ export class RoostService {
     return address;
   }
 
+  /** A rotation or revocation wakes held polls: the old credential gets no more events. */
+  private async stillOpens(address: AddressRecord, token: string | undefined): Promise<void> {
+    if ((await this.accessOf(address, token!)) === null)
+      throw unauthorized('The bearer token was rotated or revoked while the poll was held.');
+  }
+
   /** What `token` may do on this address now, or null when it opens nothing. */
   private async accessOf(address: AddressRecord, token: string): Promise<Access | null> {
     if (token.startsWith(READ_TOKEN_PREFIX)) return secretMatches(token, address.readTokenDigest) ? 'full' : null;
@@ -301,43 +350,63 @@ export class RoostService {
   /**
    * Reads a page; with wait > 0 and nothing past `after`, holds until a commit wakes it,
    * `wait` seconds pass, the address goes away, the client leaves (signal) or shutdown.
+   * A held poll takes one of the waiter slots of its address and of `client`.
    */
   async listEvents(
     addressId: string,
     token: string | undefined,
     options: ListOptions,
     signal?: AbortSignal,
+    client = '',
   ): Promise<RecordPage> {
     let address = await this.authenticate(addressId, token);
     const deadline = this.now() + options.wait * 1000;
-    for (;;) {
-      // Register before reading: a commit between the read and the wait still wakes us.
-      const ticket = options.wait > 0 && !this.waiters.isClosing ? this.waiters.register(addressId) : null;
-      const page = await this.storage.listEvents(addressId, options.after, options.limit);
-      const until = address.expiresAt === null ? deadline : Math.min(deadline, address.expiresAt);
-      if (!ticket || page.events.length > 0 || until <= this.now()) {
-        ticket?.cancel();
-        if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now())
-          throw addressNotFound();
-        return { records: page.events, hasMore: page.hasMore, after: options.after };
-      }
-      const outcome = await ticket.wait(until - this.now(), signal);
-      if (outcome === 'aborted' || outcome === 'closing') return { records: [], hasMore: false, after: options.after };
-      const current = await this.storage.getAddress(addressId, this.now());
-      if (!current) throw addressNotFound();
-      // A rotation or revocation wakes the poll: the old credential gets no more events.
-      if ((await this.accessOf(current, token!)) === null)
-        throw unauthorized('The bearer token was rotated or revoked while the poll was held.');
-      address = current;
-      if (outcome === 'woken') {
-        const next = await this.storage.listEvents(addressId, options.after, options.limit);
-        if (next.events.length > 0) {
-          // From the wake-up (the commit's) to the answer being ready, in real time.
-          if (ticket.wokenAt !== undefined)
-            this.metrics.wakeLatency.observe((performance.now() - ticket.wokenAt) / 1000);
-          return { records: next.events, hasMore: next.hasMore, after: options.after };
+    const { after, limit } = options;
+    const maxBytes = this.config.maxPageBytes;
+    let release: (() => void) | undefined;
+    try {
+      for (;;) {
+        // Register before reading: a commit between the read and the wait still wakes us.
+        const ticket = options.wait > 0 && !this.waiters.isClosing ? this.waiters.register(addressId, after) : null;
+        const page = await this.storage.listEvents(addressId, after, limit, maxBytes);
+        const until = address.expiresAt === null ? deadline : Math.min(deadline, address.expiresAt);
+        if (!ticket || page.events.length > 0 || until <= this.now()) {
+          ticket?.cancel();
+          if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now())
+            throw addressNotFound();
+          return { records: page.events, hasMore: page.hasMore, after };
+        }
+        if (!release) {
+          try {
+            release = this.admitWaiter(addressId, client);
+          } catch (error) {
+            ticket.cancel();
+            throw error;
+          }
+        }
+        const outcome = await ticket.wait(until - this.now(), signal);
+        if (outcome === 'aborted' || outcome === 'closing') return { records: [], hasMore: false, after };
+        const shared = outcome === 'woken' ? await ticket.read : undefined;
+        if (shared) {
+          if (!shared.address) throw addressNotFound();
+          address = shared.address;
+          await this.stillOpens(address, token);
+          const slice = sliceShared(shared, after, limit, maxBytes);
+          if (slice && slice.records.length > 0) {
+            // From the wake-up (the commit's) to the answer being ready, in real time.
+            if (ticket.wokenAt !== undefined)
+              this.metrics.wakeLatency.observe((performance.now() - ticket.wokenAt) / 1000);
+            return { ...slice, after };
+          }
+        } else {
+          const current = await this.storage.getAddress(addressId, this.now());
+          if (!current) throw addressNotFound();
+          address = current;
+          await this.stillOpens(address, token);
         }
       }
+    } finally {
+      release?.();
     }
   }
 
@@ -551,13 +620,23 @@ export class RoostService {
    * Opens a stream of the queue: authenticates as the events URL does (404, then 401),
    * then subscribes `onChange` to the address's wake-ups — the long-poll's Waiters, not a
    * second mechanism — before the caller's first read, so a commit during the replay still
-   * calls it. `onChange` also runs on shutdown (then `closing` is true). Wake-ups carry no
-   * data: the caller re-reads after its cursor, one read at a time.
+   * calls it. `onChange` also runs on shutdown (then `closing` is true). A wake-up hands
+   * over the read it shares with the address's other readers (fromShared); the caller
+   * reads for itself past it, one read at a time. An open stream takes one of the waiter
+   * slots of its address and of `client` until it is closed.
    */
-  async openStream(addressId: string, token: string | undefined, onChange: () => void): Promise<EventStreamHandle> {
+  async openStream(
+    addressId: string,
+    token: string | undefined,
+    cursor: () => number | undefined,
+    onChange: (read?: Promise<SharedRead>) => void,
+    client = '',
+  ): Promise<EventStreamHandle> {
     let { expiresAt } = await this.authenticate(addressId, token);
-    const unsubscribe = this.waiters.subscribe(addressId, onChange);
+    const release = this.admitWaiter(addressId, client);
+    const unsubscribe = this.waiters.subscribe(addressId, cursor, onChange);
     const waiters = this.waiters;
+    const maxBytes = this.config.maxPageBytes;
     return {
       expiresInMs: () => (expiresAt === null ? null : expiresAt - this.now()),
       get closing() {
@@ -569,10 +648,22 @@ export class RoostService {
         if (!current) return 'gone';
         if ((await this.accessOf(current, token!)) === null) return 'revoked';
         expiresAt = current.expiresAt; // a PATCH may have changed it
-        const page = await this.storage.listEvents(addressId, after, limit);
+        const page = await this.storage.listEvents(addressId, after, limit, maxBytes);
         return { records: page.events, hasMore: page.hasMore };
       },
-      close: unsubscribe,
+      fromShared: (read, after, limit) => {
+        if (!read.address) return 'gone';
+        // A read token is re-checked here against the address just read; a view token needs
+        // a look-up, which readAfter makes.
+        if (!token?.startsWith(READ_TOKEN_PREFIX)) return null;
+        if (!secretMatches(token, read.address.readTokenDigest)) return 'revoked';
+        expiresAt = read.address.expiresAt;
+        return sliceShared(read, after, limit, maxBytes);
+      },
+      close: () => {
+        unsubscribe();
+        release();
+      },
     };
   }
 

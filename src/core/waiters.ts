@@ -1,12 +1,62 @@
 // Long-poll wake-ups (CONTRACT §4): a map from address id to the polls and streams held
-// for it. A commit calls wake(addressId); the woken party re-reads storage, because a
-// wake-up carries no data (so a lost or duplicated one costs latency, never correctness).
-// Timers and listeners are freed as soon as the waiting party leaves.
+// for it. A commit calls wake(addressId); the wake-up itself carries no data (so a lost or
+// duplicated one costs latency, never correctness). What changed is read once per woken
+// address, after the commit, and that one read is shared by all its polls and streams:
+// a thousand readers of one address must not cost a thousand reads per delivery.
+// Also here: the caps on held polls and streams per address and per client.
+import type { AddressRecord, EventRecord } from '../storage/storage.js';
 
 export type WaitOutcome = 'woken' | 'timeout' | 'aborted' | 'closing';
 
+/** One read made for a wake-up, from the lowest cursor of the parties it woke. */
+export interface SharedRead {
+  /** The cursor read from. */
+  after: number;
+  /** The address as it is now, or null when it is gone (deleted or expired). */
+  address: AddressRecord | null;
+  records: EventRecord[];
+  /** Stored bytes of each record (data and metadata), for cutting a page by bytes. */
+  bytes: number[];
+  hasMore: boolean;
+}
+
+/** Makes the read shared by the parties of one wake-up. */
+export type SharedReader = (addressId: string, after: number) => Promise<SharedRead>;
+
+/**
+ * The part of a shared read that a party at `after` needs, cut by `limit` and `maxBytes`
+ * as storage cuts a page (the first event always). Null when the read cannot tell: the
+ * party is past its end and more exist, so it must read for itself.
+ */
+export function sliceShared(
+  read: SharedRead,
+  after: number,
+  limit: number,
+  maxBytes: number,
+): { records: EventRecord[]; hasMore: boolean } | null {
+  if (after < read.after) return null;
+  const { records, bytes } = read;
+  let start = 0;
+  while (start < records.length && records[start].sequence <= after) start++;
+  if (start === records.length) return read.hasMore ? null : { records: [], hasMore: false };
+  let end = start;
+  let total = 0;
+  while (end < records.length && end - start < limit && (end === start || total + bytes[end] <= maxBytes)) {
+    total += bytes[end];
+    end++;
+  }
+  return { records: records.slice(start, end), hasMore: end < records.length || read.hasMore };
+}
+
 interface Ticket {
-  settle(outcome: WaitOutcome, at?: number): void;
+  after: number;
+  settle(outcome: WaitOutcome, at?: number, read?: Promise<SharedRead>): void;
+}
+
+interface Listener {
+  /** Undefined while it works through a backlog by itself: a shared read need not start low for it. */
+  cursor(): number | undefined;
+  notify(read?: Promise<SharedRead>): void;
 }
 
 export interface WaitTicket {
@@ -16,13 +66,32 @@ export interface WaitTicket {
   cancel(): void;
   /** When wake() settled it (performance.now()), for the wake-latency metric. */
   readonly wokenAt: number | undefined;
+  /** The read shared by the wake-up that settled it, when a reader is set. */
+  readonly read: Promise<SharedRead> | undefined;
+}
+
+export interface WaiterCaps {
+  /** Held polls plus streams per address; 0 means no limit. */
+  perAddress: number;
+  /** Held polls plus streams per client (IP); 0 means no limit. */
+  perClient: number;
 }
 
 export class Waiters {
   private readonly tickets = new Map<string, Set<Ticket>>();
-  private readonly listeners = new Map<string, Set<() => void>>();
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly slotsByAddress = new Map<string, number>();
+  private readonly slotsByClient = new Map<string, number>();
+  private reader: SharedReader | undefined;
   private closing = false;
   private heldCount = 0;
+
+  constructor(private readonly caps: WaiterCaps = { perAddress: 0, perClient: 0 }) {}
+
+  /** Sets how a wake-up reads what changed (the service does, once). */
+  useReader(reader: SharedReader): void {
+    this.reader = reader;
+  }
 
   /** Polls currently held (for /metrics). */
   get held(): number {
@@ -41,13 +110,35 @@ export class Waiters {
   }
 
   /**
-   * Registers interest before the caller's last read of storage, so that a commit landing
-   * between that read and wait() still wakes it.
+   * Takes a slot for one held poll or open stream of `addressId` by `client`, within the
+   * caps; returns its release (call it once), or which cap refused it.
    */
-  register(addressId: string): WaitTicket {
+  admit(addressId: string, client: string): (() => void) | 'address' | 'client' {
+    const { perAddress, perClient } = this.caps;
+    const byAddress = this.slotsByAddress.get(addressId) ?? 0;
+    const byClient = this.slotsByClient.get(client) ?? 0;
+    if (perAddress > 0 && byAddress >= perAddress) return 'address';
+    if (perClient > 0 && byClient >= perClient) return 'client';
+    this.slotsByAddress.set(addressId, byAddress + 1);
+    this.slotsByClient.set(client, byClient + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      decrement(this.slotsByAddress, addressId);
+      decrement(this.slotsByClient, client);
+    };
+  }
+
+  /**
+   * Registers interest before the caller's last read of storage (from `after`), so that a
+   * commit landing between that read and wait() still wakes it.
+   */
+  register(addressId: string, after: number): WaitTicket {
     let woken: WaitOutcome | null = this.closing ? 'closing' : null;
     let resolveWait: ((o: WaitOutcome) => void) | null = null;
     let wokenAt: number | undefined;
+    let sharedRead: Promise<SharedRead> | undefined;
     const set = this.tickets.get(addressId) ?? new Set<Ticket>();
     this.tickets.set(addressId, set);
     const remove = () => {
@@ -55,9 +146,11 @@ export class Waiters {
       if (set.size === 0 && this.tickets.get(addressId) === set) this.tickets.delete(addressId);
     };
     const ticket: Ticket = {
-      settle: (outcome, at) => {
+      after,
+      settle: (outcome, at, read) => {
         remove();
         wokenAt ??= at;
+        sharedRead ??= read;
         if (resolveWait) resolveWait(outcome);
         else woken ??= outcome;
       },
@@ -89,13 +182,25 @@ export class Waiters {
       get wokenAt() {
         return wokenAt;
       },
+      get read() {
+        return sharedRead;
+      },
     };
   }
 
-  /** Subscribes a long-lived listener (a stream) to wake-ups of one address. */
-  subscribe(addressId: string, listener: () => void): () => void {
-    const set = this.listeners.get(addressId) ?? new Set<() => void>();
+  /**
+   * Subscribes a long-lived listener (a stream) to wake-ups of one address. `cursor` is
+   * where it has read up to, so that a shared read starts low enough for it; `notify`
+   * gets that read (none on shutdown or without a reader).
+   */
+  subscribe(
+    addressId: string,
+    cursor: () => number | undefined,
+    notify: (read?: Promise<SharedRead>) => void,
+  ): () => void {
+    const set = this.listeners.get(addressId) ?? new Set<Listener>();
     this.listeners.set(addressId, set);
+    const listener: Listener = { cursor, notify };
     set.add(listener);
     return () => {
       set.delete(listener);
@@ -103,16 +208,25 @@ export class Waiters {
     };
   }
 
-  /** Wakes every poll and stream held for the address: something committed there. */
+  /** Wakes every poll and stream held for the address with one shared read: something committed there. */
   wake(addressId: string): void {
-    const set = this.tickets.get(addressId);
-    if (set) {
+    const tickets = this.tickets.get(addressId);
+    const listeners = this.listeners.get(addressId);
+    if (!tickets && !listeners) return;
+    let after = Infinity;
+    if (tickets) for (const ticket of tickets) after = Math.min(after, ticket.after);
+    const parties = listeners ? [...listeners] : [];
+    for (const listener of parties) after = Math.min(after, listener.cursor() ?? Infinity);
+    // Only streams working through a backlog: no shared read; each reads on once done.
+    const read = after === Infinity ? undefined : this.reader?.(addressId, after);
+    // Each party awaits it; a failed read must not also surface as an unhandled rejection.
+    read?.catch(() => undefined);
+    if (tickets) {
       this.tickets.delete(addressId);
       const at = performance.now();
-      for (const ticket of set) ticket.settle('woken', at);
+      for (const ticket of tickets) ticket.settle('woken', at, read);
     }
-    const listeners = this.listeners.get(addressId);
-    if (listeners) for (const listener of [...listeners]) listener();
+    for (const listener of parties) listener.notify(read);
   }
 
   /** Wakes everything held here, once: wake-ups may have been missed (a lost LISTEN connection). */
@@ -125,6 +239,12 @@ export class Waiters {
     this.closing = true;
     for (const [, set] of this.tickets) for (const ticket of [...set]) ticket.settle('closing');
     this.tickets.clear();
-    for (const [, set] of this.listeners) for (const listener of [...set]) listener();
+    for (const [, set] of this.listeners) for (const listener of [...set]) listener.notify();
   }
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left <= 0) counts.delete(key);
+  else counts.set(key, left);
 }

@@ -17,6 +17,7 @@ import type { RoostService } from '../core/service.js';
 import type { Waiters } from '../core/waiters.js';
 import type { Storage } from '../storage/storage.js';
 import { fastifyTrustProxy } from './client-ip.js';
+import { limitConnectionsPerPeer } from './connection-limit.js';
 import { installErrorHandling, renderClientError, renderFrameworkError } from './errors.js';
 import { addressRoutes } from './routes/addresses.js';
 import { credentialRoutes } from './routes/credentials.js';
@@ -88,12 +89,26 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // On close, idle keep-alive sockets go at once; requests in flight finish (CONTRACT §9).
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // A request must arrive in time, headers and body: one that never comes, or dribbles,
+    // would hold its socket for ever. A long-poll or a stream is a short request with a
+    // long answer, which these limits do not touch.
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      // How often Node checks those two limits (its default, 30 s, would let a request overstay by that much).
+      connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+    },
     logController: new AccessLog(deps.logger),
     // Failures answered before any route runs still get the Error shape (CONTRACT §6).
     frameworkErrors: renderFrameworkError,
-    clientErrorHandler: renderClientError,
+    clientErrorHandler: (error: Error & { code?: string }, socket) => {
+      if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') metrics.requestsTimedOut.inc();
+      renderClientError(error, socket);
+    },
   });
   app.decorate('roost', deps);
+  limitConnectionsPerPeer(app.server, config.maxConnectionsPerIp, () => metrics.connectionsRefused.inc());
   // SIGTERM (CONTRACT §9): held polls are answered as shutdown begins, so their sockets turn
   // idle only after Node has reaped the idle ones; kept alive, they would hold the close
   // (and the process) for the whole keep-alive timeout. From now on, idle means closed.

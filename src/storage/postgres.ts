@@ -192,7 +192,23 @@ const SQL = {
       SELECT 1 FROM events WHERE address_id = $1 AND acknowledged_at IS NOT NULL
     ) AS room
     FROM events WHERE address_id = $1`,
-  page: `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3`,
+  // A page bounded by count and by bytes: `sized` numbers the candidates ($3 = limit + 1)
+  // and sums their sizes (octet_length reads a TOASTed value's size, not the value); only
+  // the events kept are read — the first always, then each while the sum stays within $5.
+  // More candidates than events returned means has_more.
+  page: `
+    WITH sized AS (
+      SELECT sequence, row_number() OVER w AS n,
+             sum(octet_length(data) + coalesce(octet_length(metadata), 0)) OVER w AS running
+      FROM events WHERE address_id = $1 AND sequence > $2
+      WINDOW w AS (ORDER BY sequence ROWS UNBOUNDED PRECEDING)
+      ORDER BY sequence LIMIT $3
+    )
+    SELECT ${EVENT_COLUMNS}, (SELECT count(*) FROM sized)::int AS candidates
+    FROM events
+    WHERE address_id = $1
+      AND sequence IN (SELECT sequence FROM sized WHERE n <= $4 AND (n = 1 OR running <= $5))
+    ORDER BY sequence`,
   // COALESCE keeps the first acknowledged_at (CONTRACT §4: acknowledging again is a no-op).
   ack: `
     UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $3)
@@ -702,10 +718,20 @@ export class PostgresStorage implements Storage {
     return rows[0].room;
   }
 
-  async listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord> {
-    const { rows } = await this.query<EventRow>(SQL.page, [addressId, after, limit + 1]);
-    const hasMore = rows.length > limit;
-    return { events: (hasMore ? rows.slice(0, limit) : rows).map(toEvent), hasMore };
+  async listEvents(
+    addressId: string,
+    after: number,
+    limit: number,
+    maxBytes = Number.MAX_SAFE_INTEGER,
+  ): Promise<EventPageRecord> {
+    const { rows } = await this.query<EventRow & { candidates: number }>(SQL.page, [
+      addressId,
+      after,
+      limit + 1,
+      limit,
+      maxBytes,
+    ]);
+    return { events: rows.map(toEvent), hasMore: rows.length > 0 && rows[0].candidates > rows.length };
   }
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {

@@ -1,6 +1,7 @@
 // Opening the SQLite file the same way from every thread that uses it, and the numbered
 // migrations, run once at start before any other connection is opened.
 import Database from 'better-sqlite3';
+import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
 import { msOfId } from './sqlite-event-keys.js';
 import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
 
@@ -13,6 +14,17 @@ export function openSqlite(path: string, synchronous: Synchronous): Database.Dat
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
   return db;
+}
+
+/**
+ * Makes the database file and its companions readable and writable by this user only:
+ * they hold every event. SQLite creates the WAL and shared-memory files with the mode of
+ * the database file, so creating that one 0600 is enough for new files; files left by an
+ * older version are tightened here.
+ */
+export function restrictToOwner(path: string): void {
+  for (const file of [path, `${path}.lock`]) closeSync(openSync(file, 'a', 0o600));
+  for (const file of [path, `${path}.lock`, `${path}-wal`, `${path}-shm`]) if (existsSync(file)) chmodSync(file, 0o600);
 }
 
 export function migrate(db: Database.Database): void {

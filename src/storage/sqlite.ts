@@ -21,7 +21,7 @@ import {
   type ViewTokenRow,
 } from './rows.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
-import { lockForThisProcess, migrate, openSqlite, type Synchronous } from './sqlite-connection.js';
+import { lockForThisProcess, migrate, openSqlite, restrictToOwner, type Synchronous } from './sqlite-connection.js';
 import { cannotOpen, sqliteError } from './sqlite-errors.js';
 import type {
   CallableWrite,
@@ -48,8 +48,10 @@ import type {
 
 /** A row of the page query in raw mode: the columns of EVENT_COLUMNS, in that order. */
 type EventTuple = [string, string, number, string, string, string, string | null, string | null, number, number | null];
+/** A row of the page query: the event, then how many candidates the page had. */
+type PageTuple = [...EventTuple, number];
 
-const pageRowToEvent = (row: EventTuple): EventRecord => ({
+const pageRowToEvent = (row: PageTuple): EventRecord => ({
   id: row[0],
   addressId: row[1],
   sequence: row[2],
@@ -160,7 +162,8 @@ export class SqliteStorage implements Storage {
     if (path === ':memory:' || path === '')
       throw new Error('the SQLite storage needs a file path (ROOST_DB), not an in-memory database');
     try {
-      mkdirSync(dirname(path), { recursive: true });
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      restrictToOwner(path);
       this.processLock = lockForThisProcess(path);
     } catch (error) {
       // "another Roost process is using …" is already the sentence to show.
@@ -187,11 +190,25 @@ export class SqliteStorage implements Storage {
         anyAcknowledged: db.prepare<[string], { one: number }>(
           `SELECT 1 AS one FROM events WHERE address_key = ${KEY_OF_ID} AND acknowledged_at IS NOT NULL LIMIT 1`,
         ),
-        // Rows as arrays, in EVENT_COLUMNS order: a page is up to 101 rows, and an object
-        // per row made better-sqlite3 ~35% slower on this query (see pageRowToEvent).
+        // A page bounded by count and by bytes: `sized` numbers the candidates (limit + 1)
+        // and sums their sizes (octet_length does not load the text); only the events kept
+        // are read — the first always, then each while the sum stays within the bound. More
+        // candidates than events returned means has_more. Rows as arrays, in EVENT_COLUMNS
+        // order then the count: an object per row made better-sqlite3 ~35% slower here.
         page: db
-          .prepare<[string, number, number], EventTuple>(
-            `SELECT ${EVENT_COLUMNS} FROM events WHERE address_key = ${KEY_OF_ID} AND sequence > ? ORDER BY sequence LIMIT ?`,
+          .prepare<[string, number, number, string, number, number], PageTuple>(
+            `WITH sized AS (
+               SELECT sequence, row_number() OVER w AS n,
+                      sum(octet_length(data) + coalesce(octet_length(metadata), 0)) OVER w AS running
+               FROM events WHERE address_key = ${KEY_OF_ID} AND sequence > ?
+               WINDOW w AS (ORDER BY sequence ROWS UNBOUNDED PRECEDING)
+               ORDER BY sequence LIMIT ?
+             )
+             SELECT ${EVENT_COLUMNS}, (SELECT count(*) FROM sized) AS candidates
+             FROM events
+             WHERE address_key = ${KEY_OF_ID}
+               AND sequence IN (SELECT sequence FROM sized WHERE n <= ? AND (n = 1 OR running <= ?))
+             ORDER BY sequence`,
           )
           .raw(true),
         viewTokens: db.prepare<[string, number], ViewTokenRow>(
@@ -362,10 +379,14 @@ export class SqliteStorage implements Storage {
     );
   }
 
-  async listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord> {
-    const rows = read(() => this.sql.page.all(addressId, after, limit + 1));
-    const hasMore = rows.length > limit;
-    return { events: (hasMore ? rows.slice(0, limit) : rows).map(pageRowToEvent), hasMore };
+  async listEvents(
+    addressId: string,
+    after: number,
+    limit: number,
+    maxBytes = Number.MAX_SAFE_INTEGER,
+  ): Promise<EventPageRecord> {
+    const rows = read(() => this.sql.page.all(addressId, after, limit + 1, addressId, limit, maxBytes));
+    return { events: rows.map(pageRowToEvent), hasMore: rows.length > 0 && rows[0][10] > rows.length };
   }
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {

@@ -153,8 +153,12 @@ export interface Storage {
   appendEvent(input: AppendInput, capacity: number, maxBytes?: number): Promise<AppendResult>;
   /** Whether one more event could be accepted now (not full of unacknowledged events). */
   hasRoom(addressId: string, capacity: number): Promise<boolean>;
-  /** Events with sequence > after, ascending, at most `limit`. */
-  listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord>;
+  /**
+   * Events with sequence > after, ascending, at most `limit`, and no more than fit in
+   * `maxBytes` of stored data and metadata (no bound when omitted) — but always the first
+   * one, whatever its size.
+   */
+  listEvents(addressId: string, after: number, limit: number, maxBytes?: number): Promise<EventPageRecord>;
   /** Sets acknowledged_at if unset; returns the event (first acknowledged_at kept), or null. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
   /** Acknowledges every unacknowledged event with sequence ≤ upTo; returns how many. */

@@ -12,6 +12,12 @@ const QUERY_INTEGERS = ['after', 'limit', 'wait'] as const;
 export async function eventRoutes(app: FastifyInstance): Promise<void> {
   const { service } = app.roost;
 
+  // Event reads carry what outside senders wrote: never sniffed as another type, never cached.
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.header('X-Content-Type-Options', 'nosniff').header('Cache-Control', 'no-store');
+    done();
+  });
+
   app.get<{ Params: { addressId: string }; Querystring: Required<ListEventsQuery> }>(
     '/api/v1/addresses/:addressId/events',
     {
@@ -19,11 +25,12 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
         operationId: 'listEvents',
         summary: 'Read the queue by cursor, optionally long-polling',
         description:
-          'Events with sequence > after, ascending. With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass. Acknowledged events stay in pages.',
+          'Events with sequence > after, ascending: at most `limit`, and a page stops before the event that would take it past the page byte bound (ROOST_MAX_PAGE_BYTES of stored data, 4 MiB by default), though it always holds at least one event; `has_more` is true when events were left for the next page. ' +
+          'With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass; a held poll counts against the caps on waiters per address and per client (429 too_many_waiters). Acknowledged events stay in pages.',
         security: bearerSecurity,
         params: AddressParamsSchema,
         querystring: ListEventsQuerySchema,
-        response: { 200: EventPageSchema, ...errorResponses(400, 401, 404) },
+        response: { 200: EventPageSchema, ...errorResponses(400, 401, 404, 429) },
       },
       // CONTRACT §4: decimal digits only — no sign, fraction, exponent, blank or repeat —
       // checked on the raw text, before the validator coerces it to a number.
@@ -45,6 +52,7 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
           requestToken(request),
           { after, limit, wait },
           clientGone(reply),
+          request.ip,
         );
         // Written here rather than by the schema's serialiser: stored data goes out as stored.
         return reply.type('application/json; charset=utf-8').send(pageJson(page));

@@ -9,12 +9,13 @@ import { addressNotFound, invalidRequest, unauthorized } from '../../core/errors
 import { eventJson } from '../../core/event-json.js';
 import { LIMIT_MAX } from '../../core/limits.js';
 import type { EventStreamHandle } from '../../core/service.js';
+import type { SharedRead } from '../../core/waiters.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
 
 /** CONTRACT §4.1 asks for a comment at least every 15 s; 10 s leaves room for timer drift. */
 export const HEARTBEAT_MS = 10_000;
-/** The replay pages through storage in batches of the largest page size. */
+/** The replay pages through storage in batches of the largest page size (and a page's bytes at most). */
 const BATCH = LIMIT_MAX;
 /** setTimeout's ceiling (~24.8 days); a later expiry re-arms the timer. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -40,8 +41,12 @@ const StreamHeadersSchema = Type.Object({
 /** One open stream: serialised reads from the cursor on, framed as SSE messages. */
 class SseStream {
   private reading = false;
+  /** True until a read finds nothing more past the cursor: the replay, or a backlog. */
+  private behind = true;
   private again = false;
   private ended = false;
+  /** The latest wake-up's shared read, not yet used (a later one supersedes it). */
+  private shared?: Promise<SharedRead>;
   private heartbeat?: NodeJS.Timeout;
   private expiry?: NodeJS.Timeout;
 
@@ -52,11 +57,21 @@ class SseStream {
     private readonly log: FastifyBaseLogger,
   ) {}
 
+  /**
+   * Where a shared read must start for this stream; undefined while it works through a
+   * backlog on its own reads, so that one slow or lagging stream does not pull the read
+   * shared by the others back to its cursor.
+   */
+  get sharedCursor(): number | undefined {
+    return this.behind ? undefined : this.cursor;
+  }
+
   start(): void {
     this.res.once('close', () => this.end());
     this.res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
       'x-accel-buffering': 'no', // nginx and similar proxies would otherwise hold messages back
     });
     this.res.write(': stream open\n\n');
@@ -70,8 +85,9 @@ class SseStream {
    * asks for one more read once this one is done: reads never overlap, so nothing is sent
    * twice or out of order.
    */
-  pump(): void {
+  pump(shared?: Promise<SharedRead>): void {
     if (this.ended) return;
+    if (shared) this.shared = shared;
     // Shutdown (Waiters.closeAll): end now, even while a read or a slow client is pending.
     if (this.handle.closing) return this.end();
     if (this.reading) {
@@ -99,8 +115,12 @@ class SseStream {
 
   private async sendPending(): Promise<void> {
     if (this.handle.closing) return this.end(); // shutdown: clients reconnect with Last-Event-ID
+    const shared = this.shared;
+    this.shared = undefined;
+    // Started after the commit that woke us, and from a cursor no later than ours.
+    let page = shared ? this.handle.fromShared(await shared, this.cursor, BATCH) : null;
     for (;;) {
-      const page = await this.handle.readAfter(this.cursor, BATCH);
+      page ??= await this.handle.readAfter(this.cursor, BATCH);
       if (this.ended) return;
       if (page === 'gone') {
         // `data` is required for EventSource to dispatch the event at all.
@@ -119,7 +139,9 @@ class SseStream {
         this.cursor = page.records[page.records.length - 1].sequence;
         await this.send(chunk);
       }
+      this.behind = page.hasMore;
       if (!page.hasMore || this.ended) return;
+      page = null;
     }
   }
 
@@ -188,7 +210,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
             description: 'A stream of events (text/event-stream).',
             content: { 'text/event-stream': { schema: Type.String() } },
           },
-          ...errorResponses(400, 401, 404),
+          ...errorResponses(400, 401, 404, 429),
         },
       },
       // Digits only, as on the events URL (CONTRACT §4), checked before coercion.
@@ -216,17 +238,22 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           typeof lastEventId === 'string' && lastEventId !== '' ? Number(lastEventId) : request.query.after;
         const left = clientGone(reply);
         // Wake-ups before the stream exists are covered by its first read (subscribed first).
-        let onChange = () => {};
-        const handle = await service.openStream(request.params.addressId, requestToken(request), () => onChange());
+        const opened: { stream?: SseStream } = {};
+        const handle = await service.openStream(
+          request.params.addressId,
+          requestToken(request),
+          () => opened.stream?.sharedCursor,
+          (read) => opened.stream?.pump(read),
+          request.ip,
+        );
         reply.hijack();
         if (left.aborted) {
           handle.close();
           reply.raw.destroy();
           return;
         }
-        const stream = new SseStream(reply.raw, handle, cursor, request.log);
-        onChange = () => stream.pump();
-        stream.start();
+        opened.stream = new SseStream(reply.raw, handle, cursor, request.log);
+        opened.stream.start();
       },
     },
   );
