@@ -12,6 +12,7 @@ import { Worker } from 'node:worker_threads';
 import { newEventId } from '../core/secrets.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, insertedEvent, toAddress, type AddressRow } from './rows.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
+import { prepareEmailPartRead } from './sqlite-email-parts.js';
 import { lockForThisProcess, migrate, openSqlite, type Synchronous } from './sqlite-connection.js';
 import type {
   CallableWrite,
@@ -26,6 +27,7 @@ import { toAppendTuple, type AppendTuple, type CommitStats } from './sqlite-writ
 import type {
   AddressRecord,
   AppendInput,
+  EmailPart,
   AppendResult,
   EventPageRecord,
   EventRecord,
@@ -165,6 +167,7 @@ export class SqliteStorage implements Storage {
           )
           .raw(true),
         ping: db.prepare('SELECT 1'),
+        emailPart: prepareEmailPartRead(db),
       };
       this.writer = startWriter({ path, synchronous, groupCommit: this.groupCommit });
       this.writer.on('message', (replies: WriterMessage) => replies.forEach((reply) => this.settle(reply)));
@@ -245,7 +248,7 @@ export class SqliteStorage implements Storage {
   appendEvent(input: AppendInput, capacity: number): Promise<AppendResult> {
     if (this.closing) return Promise.reject(new Error('storage is closed'));
     return new Promise((resolve, reject) => {
-      this.outbox.push({ input, id: newEventId(input.createdAt), capacity, resolve, reject });
+      this.outbox.push({ input, id: input.id ?? newEventId(input.createdAt), capacity, resolve, reject });
       if (!this.groupCommit) this.sendAppends();
       // Everything parsed in this turn of the event loop goes to the writer in one message.
       else if (this.outbox.length === 1) setImmediate(() => this.sendAppends());
@@ -290,6 +293,14 @@ export class SqliteStorage implements Storage {
 
   async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
     return this.call('ackUpTo', addressId, upTo, now);
+  }
+
+  putEmailParts(eventId: string, parts: EmailPart[]): Promise<boolean> {
+    return this.call('putEmailParts', eventId, parts);
+  }
+
+  async getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null> {
+    return this.sql.emailPart(addressId, eventId, part);
   }
 
   async purge(now: number, retainAfter: number): Promise<PurgeResult> {
