@@ -18,6 +18,7 @@ import type { Waiters } from '../core/waiters.js';
 import type { Storage } from '../storage/storage.js';
 import { installErrorHandling, renderClientError, renderFrameworkError } from './errors.js';
 import { addressRoutes } from './routes/addresses.js';
+import { emailPartRoutes } from './routes/email-parts.js';
 import { eventRoutes } from './routes/events.js';
 import { inboxRoutes } from './routes/inbox.js';
 import { opsRoutes } from './routes/ops.js';
@@ -163,6 +164,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(addressRoutes);
   await app.register(eventRoutes);
+  await app.register(emailPartRoutes);
   await app.register(inboxRoutes);
   await app.register(streamRoutes);
   await app.register(opsRoutes);

@@ -51,6 +51,9 @@ export interface AppendInput {
  * A stored part of an email event (migration "email parts"): the raw message (part -1) or
  * an attachment (0…). The bytes are kept once per sha256 and go with the last event naming them.
  */
+/** The part number of an email event's raw message; its attachments are 0…. */
+export const RAW_EMAIL_PART = -1;
+
 export interface EmailPart {
   part: number;
   sha256: string;
