@@ -14,6 +14,8 @@ let mailparser: Promise<typeof import('mailparser')> | undefined;
 const loadMailparser = () => (mailparser ??= import('mailparser'));
 let replyParser: Promise<typeof import('email-reply-parser')> | undefined;
 const loadReplyParser = () => (replyParser ??= import('email-reply-parser'));
+let htmlConverter: Promise<typeof import('html-to-text')> | undefined;
+const loadHtmlToText = () => (htmlConverter ??= import('html-to-text'));
 
 export interface EmailAddress {
   address: string;
@@ -162,7 +164,14 @@ export async function parseEmail(raw: Buffer, limits: ParseLimits): Promise<Pars
   let mail: ParsedMail;
   try {
     const { simpleParser } = await loadMailparser();
-    mail = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
+    // The text of an HTML-only message is made below from the capped HTML: converting a
+    // hostile 10 MiB of HTML costs seconds, converting the bounded part does not.
+    mail = await simpleParser(raw, {
+      skipImageLinks: true,
+      skipTextToHtml: true,
+      skipTextLinks: true,
+      skipHtmlToText: true,
+    });
   } catch (err) {
     const data: EmailData = {
       message_id: null,
@@ -188,8 +197,13 @@ export async function parseEmail(raw: Buffer, limits: ParseLimits): Promise<Pars
   }
   const { default: EmailReplyParser } = await loadReplyParser();
   const { headers, cut: headersCut } = headerMap(mail.headerLines);
-  const text = capped(mail.text ?? null, limits.maxTextBytes);
   const html = capped(typeof mail.html === 'string' ? mail.html : null, limits.maxHtmlBytes);
+  let derivedText: string | null = null;
+  if (!mail.text && html.value !== null) {
+    const { htmlToText } = await loadHtmlToText();
+    derivedText = htmlToText(html.value, { wordwrap: false, limits: { maxDepth: 64 } });
+  }
+  const text = capped(derivedText ?? mail.text ?? null, limits.maxTextBytes);
   const listed = mail.attachments.slice(0, MAX_ATTACHMENTS);
   const fromHeaders = (mail.headerLines ?? []).filter((h) => h.key === 'from').length;
   const fromMailboxes = fromHeaders > 1 ? fromHeaders : addresses(mail.from).length;

@@ -31,6 +31,7 @@ export type DnsAnswer =
 export type ParsedWithHints = ParsedEmail & { extracted: Extracted };
 
 export type WorkerReport =
+  | { op: 'ready'; id: 0 }
   | { op: 'parsed'; id: number; parsed: ParsedWithHints }
   | { op: 'authenticated'; id: number; summary: AuthenticationSummary | null; error?: string }
   | { op: 'dns'; id: number; lookup: number; name: string; rrtype: string };
@@ -79,6 +80,10 @@ async function run(job: EmailJob): Promise<void> {
     post({ op: 'authenticated', id: job.id, summary: null, error: (error as Error).message });
   }
 }
+
+// Loaded before the first job, so that a message's deadline is spent on the message.
+await Promise.all([import('mailparser'), import('mailauth'), import('email-reply-parser'), import('tldts')]);
+post({ op: 'ready', id: 0 });
 
 port.on('message', (message: EmailJob | DnsAnswer) => {
   if (message.op === 'dns-answer') {

@@ -52,6 +52,8 @@ interface Job {
 
 interface Slot {
   worker: Worker | null;
+  /** The worker has loaded its modules and takes messages. */
+  ready: boolean;
   job: Job | null;
 }
 
@@ -79,7 +81,7 @@ export class EmailProcessor {
   terminations = 0;
 
   constructor(private readonly options: ProcessorOptions) {
-    this.slots = Array.from({ length: options.workers }, () => ({ worker: null, job: null }));
+    this.slots = Array.from({ length: options.workers }, () => ({ worker: null, ready: false, job: null }));
     this.resolver = options.resolver ?? systemResolver();
   }
 
@@ -103,6 +105,10 @@ export class EmailProcessor {
     for (const slot of this.slots) {
       if (this.queue.length === 0 || this.closed) return;
       if (slot.job) continue;
+      if (!slot.ready) {
+        this.workerFor(slot);
+        continue;
+      }
       this.begin(slot, this.queue.shift()!);
     }
   }
@@ -111,9 +117,13 @@ export class EmailProcessor {
     if (slot.worker) return slot.worker;
     const worker = startWorker();
     slot.worker = worker;
+    slot.ready = false;
     worker.unref();
     worker.on('message', (report: WorkerReport) => {
-      if (slot.worker === worker) this.onReport(slot, worker, report);
+      if (slot.worker !== worker) return;
+      if (report.op !== 'ready') return this.onReport(slot, worker, report);
+      slot.ready = true;
+      this.dispatch();
     });
     worker.on('error', (error) => {
       if (slot.worker !== worker) return;
@@ -121,7 +131,22 @@ export class EmailProcessor {
       this.replace(slot, 'the message could not be processed');
     });
     worker.on('exit', () => {
-      if (slot.worker === worker) this.replace(slot, 'the message could not be processed');
+      if (slot.worker !== worker) return;
+      const starting = !slot.ready;
+      this.replace(slot, 'the message could not be processed');
+      // A worker that cannot even start must not leave messages waiting for ever: one of
+      // them is answered unprocessed (still queued whole), and the next try starts another.
+      const waiting = starting && !slot.job ? this.queue.shift() : undefined;
+      if (waiting)
+        waiting.resolve({
+          parsed: null,
+          authentication: unverified(
+            { sender: waiting.input.sender, from: null },
+            'The email worker could not start, so nothing was verified.',
+          ),
+          overrun: 'the email worker could not start',
+        });
+      this.dispatch();
     });
     return worker;
   }
@@ -145,7 +170,7 @@ export class EmailProcessor {
     worker.postMessage(message);
   }
 
-  private onReport(slot: Slot, worker: Worker, report: WorkerReport): void {
+  private onReport(slot: Slot, worker: Worker, report: Exclude<WorkerReport, { op: 'ready' }>): void {
     const job = slot.job;
     if (!job || report.id !== job.id) return;
     if (report.op === 'parsed') {
@@ -198,6 +223,7 @@ export class EmailProcessor {
     this.options.logger.warn({ bytes: job.input.raw.length, phase }, 'email processing ran over its deadline');
     const worker = slot.worker;
     slot.worker = null;
+    slot.ready = false;
     void worker?.terminate();
     this.finish(slot, job, {
       parsed: job.parsed,
@@ -212,6 +238,7 @@ export class EmailProcessor {
   private replace(slot: Slot, why: string): void {
     const job = slot.job;
     slot.worker = null;
+    slot.ready = false;
     if (job)
       this.finish(slot, job, {
         parsed: job.parsed,
@@ -225,6 +252,8 @@ export class EmailProcessor {
     for (const timer of job.timers) clearTimeout(timer);
     slot.job = null;
     job.resolve(result);
+    // A replaced worker is started now, so that it is ready before the next message.
+    if (!slot.worker && !this.closed) this.workerFor(slot);
     this.dispatch();
   }
 
