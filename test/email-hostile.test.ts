@@ -199,7 +199,7 @@ for (const engine of ENGINES) {
     async function blobCount(): Promise<number> {
       if (engine === 'sqlite') {
         const { default: Database } = await import('better-sqlite3');
-        const db = new Database(server.dbPath!, { readonly: true });
+        const db = new Database(server.dbPath, { readonly: true });
         try {
           return (db.prepare('SELECT COUNT(*) AS n FROM email_blobs').get() as { n: number }).n;
         } finally {
@@ -276,22 +276,40 @@ for (const engine of ENGINES) {
         assert.equal(sha256(Buffer.from(await rawCopy.arrayBuffer())), sha256(raw));
         // Another address's token, a missing token, an index past the list.
         assert.equal(
-          (await request(server.url, 'GET', `/api/v1/addresses/${address.id}/events/${event.id}/raw`, { token: (address === one ? two : one).token })).status,
+          (
+            await request(server.url, 'GET', `/api/v1/addresses/${address.id}/events/${event.id}/raw`, {
+              token: (address === one ? two : one).token,
+            })
+          ).status,
           401,
         );
-        assert.equal((await request(server.url, 'GET', `/api/v1/addresses/${address.id}/events/${event.id}/raw`)).status, 401);
-        const missing = await request(server.url, 'GET', `/api/v1/addresses/${address.id}/events/${event.id}/attachments/1`, {
-          token: address.token,
-        });
+        assert.equal(
+          (await request(server.url, 'GET', `/api/v1/addresses/${address.id}/events/${event.id}/raw`)).status,
+          401,
+        );
+        const missing = await request(
+          server.url,
+          'GET',
+          `/api/v1/addresses/${address.id}/events/${event.id}/attachments/1`,
+          {
+            token: address.token,
+          },
+        );
         assert.equal(missing.status, 404);
         assert.equal(missing.body.error.code, 'event_not_found');
       }
       // Stored once: the raw message and the attachment, whatever the number of recipients.
       assert.equal(await blobCount(), 2);
       // Deleting one address keeps what the other still names; deleting both removes all.
-      assert.equal((await request(server.url, 'DELETE', `/api/v1/addresses/${one.id}`, { token: one.token })).status, 204);
+      assert.equal(
+        (await request(server.url, 'DELETE', `/api/v1/addresses/${one.id}`, { token: one.token })).status,
+        204,
+      );
       assert.equal(await blobCount(), 2);
-      assert.equal((await request(server.url, 'DELETE', `/api/v1/addresses/${two.id}`, { token: two.token })).status, 204);
+      assert.equal(
+        (await request(server.url, 'DELETE', `/api/v1/addresses/${two.id}`, { token: two.token })).status,
+        204,
+      );
       assert.equal(await blobCount(), 0);
     });
 

@@ -56,15 +56,21 @@ describe('reply_text', () => {
 
   test('French, German and Spanish "wrote" lines', async () => {
     assert.equal(
-      await replyText("Oui, vas-y.\n\nLe lun. 23 nov. 2026 à 09:30, Deploy Bot <bot@roost.test> a écrit :\n> On déploie ?\n"),
+      await replyText(
+        'Oui, vas-y.\n\nLe lun. 23 nov. 2026 à 09:30, Deploy Bot <bot@roost.test> a écrit :\n> On déploie ?\n',
+      ),
       'Oui, vas-y.',
     );
     assert.equal(
-      await replyText('Ja, bitte.\n\nAm Mo., 23. Nov. 2026 um 09:30 Uhr schrieb Deploy Bot <bot@roost.test>:\n> Deployen?\n'),
+      await replyText(
+        'Ja, bitte.\n\nAm Mo., 23. Nov. 2026 um 09:30 Uhr schrieb Deploy Bot <bot@roost.test>:\n> Deployen?\n',
+      ),
       'Ja, bitte.',
     );
     assert.equal(
-      await replyText('Sí, adelante.\n\nEl lun, 23 nov 2026 a las 9:30, Deploy Bot (<bot@roost.test>) escribió:\n> ¿Despliego?\n'),
+      await replyText(
+        'Sí, adelante.\n\nEl lun, 23 nov 2026 a las 9:30, Deploy Bot (<bot@roost.test>) escribió:\n> ¿Despliego?\n',
+      ),
       'Sí, adelante.',
     );
   });

@@ -16,9 +16,27 @@ const dir = mkdtempSync(join(tmpdir(), 'roost-tls-'));
 function makeCertificate(name: string): { cert: string; key: string } {
   const cert = join(dir, `${name}.crt`);
   const key = join(dir, `${name}.key`);
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', key, '-out', cert], {
-    stdio: 'ignore',
-  });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=localhost',
+      '-days',
+      '1',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    {
+      stdio: 'ignore',
+    },
+  );
   return { cert, key };
 }
 
@@ -47,7 +65,14 @@ with smtplib.SMTP('localhost', port, local_hostname='client.test', timeout=20) a
 
 // Asynchronous: the server under test runs in this process and must go on answering.
 async function sendOverTls(port: number, cafile: string, rcpt: string): Promise<string> {
-  const { stdout } = await promisify(execFile)('python3', ['-c', CLIENT, String(port), cafile, 'alice@example.org', rcpt]);
+  const { stdout } = await promisify(execFile)('python3', [
+    '-c',
+    CLIENT,
+    String(port),
+    cafile,
+    'alice@example.org',
+    rcpt,
+  ]);
   return stdout.trim();
 }
 

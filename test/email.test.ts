@@ -162,7 +162,10 @@ function messageTests() {
         { filename: 'pixel.png', content_type: 'image/png', size: png.length, sha256: sha256(png) },
       );
       // The bytes are not in the event: they are served, bearer-protected, at the listed URL.
-      assert.equal(pixel.url, `${server.roost.config.baseUrl}/api/v1/addresses/${address.id}/events/${event.id}/attachments/0`);
+      assert.equal(
+        pixel.url,
+        `${server.roost.config.baseUrl}/api/v1/addresses/${address.id}/events/${event.id}/attachments/0`,
+      );
       const download = await fetch(pixel.url.replace(server.roost.config.baseUrl, server.url), {
         headers: { authorization: `Bearer ${address.token}` },
       });
@@ -175,7 +178,10 @@ function messageTests() {
       assert.equal(table.size, Buffer.byteLength(csv));
       assert.equal(table.sha256, sha256(csv));
       assert.equal(data.truncated, false);
-      assert.equal(data.raw.url, `${server.roost.config.baseUrl}/api/v1/addresses/${address.id}/events/${event.id}/raw`);
+      assert.equal(
+        data.raw.url,
+        `${server.roost.config.baseUrl}/api/v1/addresses/${address.id}/events/${event.id}/raw`,
+      );
       // Hints: the code and the link, marked as hints and never visited.
       assert.match(data.extracted.note, /hints/);
       assert.deepEqual(data.extracted.codes, ['482913']);

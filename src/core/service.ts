@@ -412,7 +412,11 @@ export class RoostService {
     await this.authenticate(addressId, token);
     const found = await this.storage.getEmailPart(addressId, eventId, part === 'raw' ? RAW_EMAIL_PART : part);
     if (!found)
-      throw new RoostError('event_not_found', 404, 'This return address has no event with this id, or it has no such part.');
+      throw new RoostError(
+        'event_not_found',
+        404,
+        'This return address has no event with this id, or it has no such part.',
+      );
     return found;
   }
 

@@ -61,15 +61,13 @@ export function emailContent(raw: Buffer, processed: Processed): EmailContent {
       rawSha256,
     };
   }
-  const parts = parsed.data.attachments.map(
-    (attachment, index): EmailPart => ({
-      part: index,
-      sha256: attachment.sha256,
-      contentType: attachment.content_type,
-      filename: attachment.filename,
-      bytes: parsed.attachmentBytes[index],
-    }),
-  );
+  const parts = parsed.data.attachments.map((attachment, index): EmailPart => ({
+    part: index,
+    sha256: attachment.sha256,
+    contentType: attachment.content_type,
+    filename: attachment.filename,
+    bytes: parsed.attachmentBytes[index],
+  }));
   return {
     data: { ...parsed.data, authentication, extracted: parsed.extracted },
     dedupeKey: parsed.dedupeKey,

@@ -35,7 +35,12 @@ export class IpLimits {
 
   /** Takes one message token; the seconds to wait when none is left, else 0. */
   takeMessage(ip: string): number {
-    const { next, result } = takeFromBucket(this.buckets.get(ip) ?? null, this.rate.limit, this.rate.periodMs, this.now());
+    const { next, result } = takeFromBucket(
+      this.buckets.get(ip) ?? null,
+      this.rate.limit,
+      this.rate.periodMs,
+      this.now(),
+    );
     this.buckets.delete(ip); // re-inserted last: the map's order is least recently used first
     if (this.buckets.size >= MAX_BUCKETS) this.buckets.delete(this.buckets.keys().next().value!);
     this.buckets.set(ip, next);

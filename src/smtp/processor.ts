@@ -174,7 +174,9 @@ export class EmailProcessor {
     const job = slot.job;
     if (!job || report.id !== job.id) return;
     if (report.op === 'parsed') {
-      const attachmentBytes = report.parsed.attachmentBytes.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+      const attachmentBytes = report.parsed.attachmentBytes.map((b) =>
+        Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+      );
       job.parsed = { ...report.parsed, attachmentBytes };
     } else if (report.op === 'dns') {
       if (job.dnsClosed || ++job.lookups > MAX_DNS_LOOKUPS) return this.answerDns(worker, report.lookup, null);
@@ -213,7 +215,13 @@ export class EmailProcessor {
 
   /** A timed-out answer: mailauth records temperror for it. */
   private answerDns(worker: Worker, lookup: number, _value: null): void {
-    worker.postMessage({ op: 'dns-answer', lookup, ok: false, message: 'DNS timed out', code: 'ETIMEOUT' } satisfies DnsAnswer);
+    worker.postMessage({
+      op: 'dns-answer',
+      lookup,
+      ok: false,
+      message: 'DNS timed out',
+      code: 'ETIMEOUT',
+    } satisfies DnsAnswer);
   }
 
   private overrun(slot: Slot, job: Job, phase: string): void {

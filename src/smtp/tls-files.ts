@@ -24,7 +24,12 @@ function load(certPath: string, keyPath: string): TlsPair {
 }
 
 /** Loads the pair (throws at start when it does not load) and polls both files for changes. */
-export function watchTlsFiles(certPath: string, keyPath: string, intervalMs: number, log: Pick<Logger, 'warn'>): TlsFiles {
+export function watchTlsFiles(
+  certPath: string,
+  keyPath: string,
+  intervalMs: number,
+  log: Pick<Logger, 'warn'>,
+): TlsFiles {
   let pair = load(certPath, keyPath);
   const listeners: Array<(pair: TlsPair) => void> = [];
   const reload = () => {

@@ -21,13 +21,7 @@ export type WriteRequest =
   | { id: number; op: 'close' };
 
 export type CallableWrite =
-  | 'insertAddress'
-  | 'deleteAddress'
-  | 'ackEvent'
-  | 'ackUpTo'
-  | 'purge'
-  | 'takeToken'
-  | 'putEmailParts';
+  'insertAddress' | 'deleteAddress' | 'ackEvent' | 'ackUpTo' | 'purge' | 'takeToken' | 'putEmailParts';
 
 /** An error as it crosses the thread boundary (its class is lost; message and code are kept). */
 export interface WireError {
