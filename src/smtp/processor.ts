@@ -267,6 +267,6 @@ export class EmailProcessor {
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.slots.map((slot) => slot.worker?.terminate()));
+    await Promise.all(this.slots.map((slot) => slot.worker?.terminate() ?? Promise.resolve(0)));
   }
 }
