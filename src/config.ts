@@ -67,6 +67,25 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** A page of events stops before the event that would take its stored bytes past this (one event at least). */
   maxPageBytes: number;
+  /** Inbound email: bounds on what one sender and one message may cost (docs/email.md). */
+  email: EmailLimits;
+}
+
+export interface EmailLimits {
+  /** PEM files for STARTTLS; both or neither. Re-read when they change. */
+  tlsCertPath?: string;
+  tlsKeyPath?: string;
+  /** Simultaneous SMTP connections from one IP address; the next is told 421. */
+  maxConnectionsPerIp: number;
+  /** Messages (MAIL FROM) per IP address: a token bucket; past it, 451 at MAIL. */
+  messageRate: RateSpec;
+  /** An SMTP connection that says nothing for this long is closed. */
+  idleTimeoutMs: number;
+  /** Parsing and authenticating one message may take this long; then its worker is stopped. */
+  processingDeadlineMs: number;
+  /** The longest `text` and `html` an event holds (UTF-8 bytes); the rest stays in the raw message. */
+  maxTextBytes: number;
+  maxHtmlBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -105,6 +124,14 @@ export const ENV_VARS = [
   'ROOST_HEADERS_TIMEOUT_MS',
   'ROOST_KEEP_ALIVE_TIMEOUT_MS',
   'ROOST_MAX_PAGE_BYTES',
+  'ROOST_SMTP_TLS_CERT',
+  'ROOST_SMTP_TLS_KEY',
+  'ROOST_SMTP_MAX_CONNECTIONS_PER_IP',
+  'ROOST_SMTP_MESSAGE_RATE',
+  'ROOST_SMTP_IDLE_TIMEOUT_SECONDS',
+  'ROOST_EMAIL_DEADLINE_MS',
+  'ROOST_EMAIL_MAX_TEXT_BYTES',
+  'ROOST_EMAIL_MAX_HTML_BYTES',
 ] as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -131,11 +158,11 @@ const PERIODS: Record<string, number> = {
   h: 3_600_000,
 };
 
-export function parseRate(text: string): RateSpec {
+export function parseRate(text: string, name = 'ROOST_CREATE_RATE'): RateSpec {
   const match = /^\s*(\d+)\s*\/\s*([a-z]+)\s*$/i.exec(text);
   const periodMs = match ? PERIODS[match[2].toLowerCase()] : undefined;
   if (!match || periodMs === undefined || Number(match[1]) < 1) {
-    throw new ConfigError(`ROOST_CREATE_RATE must look like "20/min" (N/sec, N/min or N/hour, N ≥ 1), got "${text}"`);
+    throw new ConfigError(`${name} must look like "20/min" (N/sec, N/min or N/hour, N ≥ 1), got "${text}"`);
   }
   return { limit: Number(match[1]), periodMs, text: text.trim() };
 }
@@ -255,6 +282,10 @@ export function loadConfig(env: Env = {}): Config {
   const mailDomain = (env.ROOST_MAIL_DOMAIN || 'localhost').toLowerCase();
   if (!/^[a-z0-9.-]+$/.test(mailDomain))
     throw new ConfigError(`ROOST_MAIL_DOMAIN is not a domain name: "${mailDomain}"`);
+  const tlsCertPath = env.ROOST_SMTP_TLS_CERT || undefined;
+  const tlsKeyPath = env.ROOST_SMTP_TLS_KEY || undefined;
+  if ((tlsCertPath === undefined) !== (tlsKeyPath === undefined))
+    throw new ConfigError('ROOST_SMTP_TLS_CERT and ROOST_SMTP_TLS_KEY go together: set both or neither');
 
   return {
     port,
@@ -289,5 +320,15 @@ export function loadConfig(env: Env = {}): Config {
     headersTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'ROOST_KEEP_ALIVE_TIMEOUT_MS', 5_000, 1, 3_600_000),
     maxPageBytes: parseSize(env, 'ROOST_MAX_PAGE_BYTES', 4 * 1024 * 1024),
+    email: {
+      tlsCertPath,
+      tlsKeyPath,
+      maxConnectionsPerIp: integer(env, 'ROOST_SMTP_MAX_CONNECTIONS_PER_IP', 10, 1, 10_000),
+      messageRate: parseRate(env.ROOST_SMTP_MESSAGE_RATE || '30/min', 'ROOST_SMTP_MESSAGE_RATE'),
+      idleTimeoutMs: integer(env, 'ROOST_SMTP_IDLE_TIMEOUT_SECONDS', 60, 1, 3600) * 1000,
+      processingDeadlineMs: integer(env, 'ROOST_EMAIL_DEADLINE_MS', 5_000, 100, 600_000),
+      maxTextBytes: parseSize(env, 'ROOST_EMAIL_MAX_TEXT_BYTES', 256 * 1024),
+      maxHtmlBytes: parseSize(env, 'ROOST_EMAIL_MAX_HTML_BYTES', 256 * 1024),
+    },
   };
 }

@@ -176,3 +176,25 @@ export const ListEventsQuerySchema = Type.Object({
   ),
 });
 export type ListEventsQuery = Static<typeof ListEventsQuerySchema>;
+
+// --- email parts: attachments and the raw message of an email.received event ----------
+
+export const EmailPartParamsSchema = Type.Object({
+  addressId: Type.String({ description: 'The address id (addr_…).' }),
+  eventId: Type.String({ description: 'The id (evt_…) of an email.received event.' }),
+});
+
+export const EmailAttachmentParamsSchema = Type.Object({
+  addressId: Type.String({ description: 'The address id (addr_…).' }),
+  eventId: Type.String({ description: 'The id (evt_…) of an email.received event.' }),
+  index: Type.String({
+    pattern: '^(0|[1-9][0-9]{0,3})$',
+    description: 'The attachment’s position in data.attachments, from 0.',
+  }),
+});
+
+export const EmailPartBodySchema = Type.String({
+  format: 'binary',
+  description:
+    'The exact bytes. Content-Type is the part’s declared type (message/rfc822 for the raw message), Content-Disposition is attachment with its filename.',
+});

@@ -10,7 +10,7 @@ import { Sweeper } from './core/sweeper.js';
 import { Waiters } from './core/waiters.js';
 import { buildApp } from './http/app.js';
 import { describeClientIp } from './http/client-ip.js';
-import { startSmtpServer, type SmtpOptions } from './smtp/server.js';
+import { startSmtpServer, type RunningSmtp, type SmtpOptions } from './smtp/server.js';
 import { createLogger } from './logger.js';
 import { openStorage } from './storage/open.js';
 import { ANY_ADDRESS, type Storage } from './storage/storage.js';
@@ -31,6 +31,8 @@ export interface RunningRoost {
   url: string;
   /** The SMTP port listened on, or null when SMTP is disabled. */
   smtpPort: number | null;
+  /** The SMTP listener, or null when SMTP is disabled. */
+  smtp: RunningSmtp | null;
   config: Config;
   service: RoostService;
   storage: Storage;
@@ -58,7 +60,7 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
 
   const app = await buildApp({ config, service, storage, waiters, metrics, logger });
   let url: string;
-  let smtp: Awaited<ReturnType<typeof startSmtpServer>> | null;
+  let smtp: RunningSmtp | null;
   try {
     // Fastify logs its own "Server listening" line(s); the contract wants one start-up line
     // (CONTRACT §10, logged below), so Fastify's are muted for the duration of listen().
@@ -114,5 +116,5 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
       await storage.close(); // pending group commits land first
     })());
 
-  return { url, smtpPort, config, service, storage, waiters, metrics, app, logger, sweeper, close };
+  return { url, smtpPort, smtp, config, service, storage, waiters, metrics, app, logger, sweeper, close };
 }

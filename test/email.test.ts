@@ -161,10 +161,27 @@ function messageTests() {
         { filename: pixel.filename, content_type: pixel.content_type, size: pixel.size, sha256: pixel.sha256 },
         { filename: 'pixel.png', content_type: 'image/png', size: png.length, sha256: sha256(png) },
       );
-      assert.deepEqual(Buffer.from(pixel.content_base64, 'base64'), png);
+      // The bytes are not in the event: they are served, bearer-protected, at the listed URL.
+      assert.equal(
+        pixel.url,
+        `${server.roost.config.baseUrl}/api/v1/addresses/${address.id}/events/${event.id}/attachments/0`,
+      );
+      const download = await fetch(pixel.url.replace(server.roost.config.baseUrl, server.url), {
+        headers: { authorization: `Bearer ${address.token}` },
+      });
+      assert.equal(download.status, 200);
+      assert.equal(download.headers.get('content-type'), 'image/png');
+      assert.equal(download.headers.get('content-disposition'), 'attachment; filename=pixel.png');
+      assert.equal(download.headers.get('x-content-type-options'), 'nosniff');
+      assert.deepEqual(Buffer.from(await download.arrayBuffer()), png);
       assert.equal(table.filename, 'data.csv');
       assert.equal(table.size, Buffer.byteLength(csv));
       assert.equal(table.sha256, sha256(csv));
+      assert.equal(data.truncated, false);
+      assert.equal(
+        data.raw.url,
+        `${server.roost.config.baseUrl}/api/v1/addresses/${address.id}/events/${event.id}/raw`,
+      );
       // Hints: the code and the link, marked as hints and never visited.
       assert.match(data.extracted.note, /hints/);
       assert.deepEqual(data.extracted.codes, ['482913']);

@@ -19,14 +19,18 @@ import type {
   ViewTokenCreated,
   ViewTokenList,
 } from '../credential-schemas.js';
-import type {
-  AddressChanges,
-  AddressRecord,
-  EventRecord,
-  Storage,
-  TokenBucketResult,
-  ViewTokenRecord,
+import {
+  RAW_EMAIL_PART,
+  type AddressChanges,
+  type AddressRecord,
+  type EmailPart,
+  type EventRecord,
+  type Storage,
+  type TokenBucketResult,
+  type ViewTokenRecord,
 } from '../storage/storage.js';
+
+export type { EmailPart };
 import {
   RoostError,
   addressBytesFull,
@@ -55,6 +59,7 @@ import {
   digestSecret,
   newAddressId,
   newIngressSecret,
+  newEventId,
   newReadToken,
   newSlug,
   newViewToken,
@@ -73,6 +78,10 @@ export interface DeliveryInput {
   data?: unknown;
   metadata?: Record<string, string>;
   dedupe_key?: string;
+  /** Data that names its own event (email attachment URLs): called with the new event's id, instead of `data`. */
+  dataFor?: (eventId: string) => unknown;
+  /** Bytes stored beside the event (email attachments, the raw message), before it is announced. */
+  parts?: EmailPart[];
 }
 
 export interface DeliveryResult {
@@ -578,28 +587,35 @@ export class RoostService {
         'The Idempotency-Key header and the body field dedupe_key differ; send one, or the same value in both.',
       );
     }
-    if (jsonDepthExceeds(input.data, MAX_JSON_DEPTH)) {
+    const createdAt = this.now();
+    const id = input.dataFor ? newEventId(createdAt) : undefined;
+    const data = id && input.dataFor ? input.dataFor(id) : input.data;
+    if (jsonDepthExceeds(data, MAX_JSON_DEPTH)) {
       throw invalidRequest(`data is nested more than ${MAX_JSON_DEPTH} levels deep.`);
     }
     const result = await this.storage.appendEvent(
       {
+        id,
         addressId: address.id,
         type: input.type ?? 'message.received',
         source: input.source ?? 'https',
-        dataJson: JSON.stringify(input.data ?? null),
+        dataJson: JSON.stringify(data ?? null),
         metadataJson: input.metadata === undefined ? null : JSON.stringify(input.metadata),
         dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
-        createdAt: this.now(),
+        createdAt,
       },
       EVENT_CAPACITY,
       this.config.maxBytesPerAddress,
     );
+    // A repeat stores them too: the first try may have ended between its event and its parts.
+    if (input.parts && (result.status === 'created' || result.status === 'duplicate'))
+      await this.storage.putEmailParts(result.event.id, input.parts);
     this.metrics.deliveries.inc({ transport, outcome: result.status });
     switch (result.status) {
       case 'created':
         this.waiters.wake(address.id);
         // The stored text is JSON.stringify(input.data): serialised again, the value gives it back.
-        return { status: 202, body: { event: toWireEvent(result.event, input.data ?? null), duplicate: false } };
+        return { status: 202, body: { event: toWireEvent(result.event, data ?? null), duplicate: false } };
       case 'duplicate':
         this.metrics.duplicates.inc();
         return { status: 200, body: { event: toWireEvent(result.event), duplicate: true } };
@@ -612,6 +628,24 @@ export class RoostService {
         // Deleted or expired between authorisation and the append.
         throw transport === 'http' ? inboxNotFound() : addressNotFound();
     }
+  }
+
+  /** A stored part of an email event (its raw message is part -1), bearer-protected as the events URL. */
+  async getEmailPart(
+    addressId: string,
+    token: string | undefined,
+    eventId: string,
+    part: number | 'raw',
+  ): Promise<EmailPart> {
+    await this.authenticate(addressId, token);
+    const found = await this.storage.getEmailPart(addressId, eventId, part === 'raw' ? RAW_EMAIL_PART : part);
+    if (!found)
+      throw new RoostError(
+        'event_not_found',
+        404,
+        'This return address has no event with this id, or it has no such part.',
+      );
+    return found;
   }
 
   // --- streaming (CONTRACT §4.1) -------------------------------------------------------

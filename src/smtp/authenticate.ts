@@ -1,9 +1,8 @@
 // SPF, DKIM and DMARC for an inbound message (mailauth), summarised so that an agent can
 // tell genuine mail from a spoofed one without reading Authentication-Results syntax.
-// DNS is the one outside dependency: the resolver is injectable (tests run offline) and
-// every lookup is bounded, so a dead resolver costs seconds and records `temperror` — it
-// never holds up acceptance (CONTRACT §8: 250 only after the event is durable, and soon).
-import { promises as dns } from 'node:dns';
+// Runs in the email worker thread (process-worker.ts), which a deadline stops; DNS answers
+// come from the event loop (processor.ts), which bounds their number and their time.
+import { getDomain } from 'tldts';
 
 /** mailauth (~30 MiB with its dependencies) is loaded with the first message, not at start. */
 let mailauth: Promise<typeof import('mailauth')> | undefined;
@@ -51,16 +50,14 @@ export interface AuthenticateInput {
   sender: string;
   /** Our own host name, for the Authentication-Results vocabulary. */
   mta: string;
+  /** The From address the event shows (data.from); the verdict is about its domain. */
+  from: string | null;
+  /** Mailboxes in all From headers; more than one fails (RFC 7489 §6.6.1), none proves nothing. */
+  fromMailboxes: number;
 }
 
-export interface AuthenticatorOptions {
-  /** Injected for tests; default: the system's DNS with a short per-query timeout. */
-  resolver?: DnsResolver;
-  /** Upper bound for the whole check; after it, every result not yet known is temperror. */
-  timeoutMs?: number;
-}
-
-const DEFAULT_TIMEOUT_MS = 5_000;
+/** DKIM-Signature headers checked per message; the rest are ignored (each costs a body hash and a DNS lookup). */
+export const MAX_DKIM_SIGNATURES = 5;
 
 const NOTE =
   'verdict pass means the From domain vouched for this message (DMARC, or an aligned DKIM/SPF pass); ' +
@@ -74,21 +71,19 @@ function normalise(result: unknown): AuthResult {
   return (RESULTS.includes(text) ? text : 'none') as AuthResult;
 }
 
-/** The system resolver, bounded: one server answer within 2 s, two tries, per query. */
-function systemResolver(): DnsResolver {
-  const resolver = new dns.Resolver({ timeout: 2_000, tries: 2 });
-  return (name, rrtype) => resolver.resolve(name, rrtype);
-}
+const domainOf = (address: string | null | undefined) =>
+  address && address.includes('@') ? address.slice(address.lastIndexOf('@') + 1).toLowerCase() : null;
 
-function timedOut(sender: string, ip: string): AuthenticationSummary {
+/** What the check says when it could not finish: nothing verified. */
+export function unverified(input: Pick<AuthenticateInput, 'sender' | 'from'>, why: string): AuthenticationSummary {
   return {
     spf: 'temperror',
-    spf_domain: sender.includes('@') ? sender.split('@').pop()!.toLowerCase() : null,
+    spf_domain: domainOf(input.sender),
     dkim: [],
     dmarc: 'temperror',
-    from_domain: null,
+    from_domain: domainOf(input.from),
     verdict: 'none',
-    note: `${NOTE} DNS did not answer in time (client ${ip}), so nothing was verified.`,
+    note: `${NOTE} ${why}`,
   };
 }
 
@@ -106,89 +101,96 @@ export function judge(
   return 'none';
 }
 
-/** Relaxed alignment (RFC 7489 §3.1): same domain, or one a subdomain of the other's. */
-function aligned(a: string | null | undefined, b: string | null | undefined): boolean {
+/**
+ * Relaxed alignment (RFC 7489 §3.2): the same organizational domain, by the Public Suffix
+ * List with its private section (so evil.duckdns.org and duckdns.org are two owners). A name
+ * the list cannot place (a bare suffix, "localhost") aligns only with itself.
+ */
+export function aligned(a: string | null | undefined, b: string | null | undefined): boolean {
   if (!a || !b) return false;
-  const x = a.toLowerCase();
-  const y = b.toLowerCase();
-  return x === y || x.endsWith(`.${y}`) || y.endsWith(`.${x}`);
+  const x = a.toLowerCase().replace(/\.$/, '');
+  const y = b.toLowerCase().replace(/\.$/, '');
+  if (x === y) return true;
+  const orgX = getDomain(x, { allowPrivateDomains: true });
+  return orgX !== null && orgX === getDomain(y, { allowPrivateDomains: true });
 }
 
-export class Authenticator {
-  private readonly resolver: DnsResolver;
-  private readonly timeoutMs: number;
+/**
+ * The raw message with DKIM-Signature fields past the first MAX_DKIM_SIGNATURES removed,
+ * for the check only: mailauth hashes the body once per distinct l= and looks a key up
+ * per signature, so a sender could otherwise make one message cost 1,000 of each.
+ */
+export function withFewSignatures(raw: Buffer): Buffer {
+  let end = raw.indexOf('\r\n\r\n');
+  if (end < 0) end = raw.length;
+  const head = raw.subarray(0, end).toString('latin1');
+  const fields = head.split(/\r\n(?![ \t])/);
+  let seen = 0;
+  const kept = fields.filter((field) => !/^dkim-signature\s*:/i.test(field) || ++seen <= MAX_DKIM_SIGNATURES);
+  if (kept.length === fields.length) return raw;
+  return Buffer.concat([Buffer.from(kept.join('\r\n'), 'latin1'), raw.subarray(end)]);
+}
 
-  constructor(options: AuthenticatorOptions = {}) {
-    this.resolver = options.resolver ?? systemResolver();
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  }
-
-  async check(input: AuthenticateInput): Promise<AuthenticationSummary> {
-    // Loading the module is not part of the DNS budget below.
-    const { authenticate: mailauthAuthenticate } = await loadMailauth();
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<null>((resolve) => {
-      timer = setTimeout(() => resolve(null), this.timeoutMs);
+export async function authenticate(input: AuthenticateInput, resolver: DnsResolver): Promise<AuthenticationSummary> {
+  const { authenticate: mailauthAuthenticate } = await loadMailauth();
+  const result = await mailauthAuthenticate(withFewSignatures(input.raw), {
+    ip: input.ip,
+    helo: input.helo,
+    sender: input.sender,
+    mta: input.mta,
+    resolver: resolver as never,
+    disableArc: true,
+    disableBimi: true,
+  });
+  // Judged against the address the event shows, never one the reader does not see.
+  const fromDomain = domainOf(input.from);
+  const checkedDomain = domainOf((result.dkim as { headerFrom?: string[] } | undefined)?.headerFrom?.[0]);
+  const dkim = (
+    (result.dkim?.results ?? []) as Array<{
+      signingDomain?: string;
+      selector?: string;
+      status?: { result?: string; comment?: string | false };
+    }>
+  )
+    // An unsigned message still yields one row, "none" with no domain: not a signature.
+    .filter((row) => row.signingDomain)
+    .map((row) => {
+      const comment = row.status?.comment || null;
+      // mailauth says "neutral" when the body hash does not match; RFC 6376 §6.1.3 calls
+      // that a failed signature — the body was changed after signing — and so do we.
+      const result = comment === 'body hash did not verify' ? 'fail' : normalise(row.status?.result);
+      return {
+        domain: (row.signingDomain ?? '').toLowerCase(),
+        selector: row.selector ?? null,
+        result,
+        aligned: aligned(row.signingDomain, fromDomain),
+        comment,
+      };
     });
-    try {
-      const result = await Promise.race([this.run(mailauthAuthenticate, input), deadline]);
-      return result ?? timedOut(input.sender, input.ip);
-    } catch {
-      // mailauth rejects only on unexpected input; an unverifiable message is not an error.
-      return { ...timedOut(input.sender, input.ip), note: `${NOTE} The message could not be checked.` };
-    } finally {
-      clearTimeout(timer);
-    }
+  const spfStatus = result.spf ? normalise((result.spf as { status?: { result?: string } }).status?.result) : 'none';
+  const spfDomain = result.spf ? ((result.spf as { domain?: string }).domain ?? null) : null;
+  const dmarc = result.dmarc ? normalise((result.dmarc as { status?: { result?: string } }).status?.result) : 'none';
+  const summary: AuthenticationSummary = {
+    spf: spfStatus,
+    spf_domain: spfDomain,
+    dkim,
+    dmarc,
+    from_domain: fromDomain,
+    verdict: judge(spfStatus, aligned(spfDomain, fromDomain), dkim, dmarc),
+    note: NOTE,
+  };
+  // RFC 7489 §6.6.1: a message with several From mailboxes, or none, has no one author
+  // domain to vouch for it; and a DMARC result about another address than the one shown
+  // says nothing about it.
+  if (input.fromMailboxes > 1) {
+    summary.verdict = 'fail';
+    summary.note = `${NOTE} The message has more than one From mailbox, so no one domain vouches for it.`;
+  } else if (input.fromMailboxes === 0) {
+    summary.verdict = 'none';
+    summary.note = `${NOTE} The message has no From mailbox.`;
+  } else if (fromDomain !== checkedDomain) {
+    summary.verdict = 'fail';
+    summary.note = `${NOTE} The From header could not be read unambiguously.`;
   }
-
-  private async run(
-    mailauthAuthenticate: (typeof import('mailauth'))['authenticate'],
-    input: AuthenticateInput,
-  ): Promise<AuthenticationSummary> {
-    const result = await mailauthAuthenticate(input.raw, {
-      ip: input.ip,
-      helo: input.helo,
-      sender: input.sender,
-      mta: input.mta,
-      resolver: this.resolver as never,
-      disableArc: true,
-      disableBimi: true,
-    });
-    const fromDomain =
-      (result.dkim as { headerFrom?: string[] } | undefined)?.headerFrom?.[0]?.split('@').pop()?.toLowerCase() ?? null;
-    const dkim = (
-      (result.dkim?.results ?? []) as Array<{
-        signingDomain?: string;
-        selector?: string;
-        status?: { result?: string; comment?: string | false };
-      }>
-    )
-      // An unsigned message still yields one row, "none" with no domain: not a signature.
-      .filter((row) => row.signingDomain)
-      .map((row) => {
-        const comment = row.status?.comment || null;
-        // mailauth says "neutral" when the body hash does not match; RFC 6376 §6.1.3 calls
-        // that a failed signature — the body was changed after signing — and so do we.
-        const result = comment === 'body hash did not verify' ? 'fail' : normalise(row.status?.result);
-        return {
-          domain: (row.signingDomain ?? '').toLowerCase(),
-          selector: row.selector ?? null,
-          result,
-          aligned: aligned(row.signingDomain, fromDomain),
-          comment,
-        };
-      });
-    const spfStatus = result.spf ? normalise((result.spf as { status?: { result?: string } }).status?.result) : 'none';
-    const spfDomain = result.spf ? ((result.spf as { domain?: string }).domain ?? null) : null;
-    const dmarc = result.dmarc ? normalise((result.dmarc as { status?: { result?: string } }).status?.result) : 'none';
-    return {
-      spf: spfStatus,
-      spf_domain: spfDomain,
-      dkim,
-      dmarc,
-      from_domain: fromDomain,
-      verdict: judge(spfStatus, aligned(spfDomain, fromDomain), dkim, dmarc),
-      note: NOTE,
-    };
-  }
+  return summary;
 }

@@ -1,21 +1,28 @@
 // Inbound email (CONTRACT §8): an SMTP server for ROOST_MAIL_DOMAIN that accepts mail for
 // live return addresses and hands each message to the core's one `deliver` path — one
 // `email.received` event per recipient address. It is a final destination, never a relay:
-// no AUTH, no other domains. 250 is answered only after every event is committed.
+// no AUTH, no other domains. 250 is answered only after every event is committed. The
+// port faces the internet: work per message is bounded and done off the event loop
+// (processor.ts), each client IP has its own limits (ip-limits.ts), and STARTTLS is offered
+// when the operator gives a certificate (tls-files.ts).
 import type { Logger } from 'pino';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../config.js';
 import { RoostError } from '../core/errors.js';
 import type { RoostService } from '../core/service.js';
 import type { AddressRecord } from '../storage/storage.js';
-import { Authenticator, type DnsResolver } from './authenticate.js';
-import { extractHints } from './extract.js';
-import { parseEmail } from './parse.js';
+import type { DnsResolver } from './authenticate.js';
+import { emailContent, emailEventData } from './event-data.js';
+import { IpLimits } from './ip-limits.js';
+import { EmailProcessor } from './processor.js';
+import { watchTlsFiles, type TlsFiles } from './tls-files.js';
 
 /** Recipients one message may name; more get 452 and the sender sends the rest later (RFC 5321 §4.5.3.1.8). */
 export const MAX_RECIPIENTS = 50;
 /** Simultaneous SMTP connections; the next one is told 421 to come back later. */
 export const MAX_CONNECTIONS = 100;
+/** Messages parsed and authenticated at once, each in its own worker thread. */
+const EMAIL_WORKERS = 2;
 
 export interface SmtpOptions {
   /**
@@ -25,13 +32,17 @@ export interface SmtpOptions {
   port?: number;
   /** DNS for SPF/DKIM/DMARC; tests inject one so that they run offline. */
   dnsResolver?: DnsResolver;
-  /** Upper bound for the SPF/DKIM/DMARC checks of one message (default 5 s). */
+  /** Overrides config.email.processingDeadlineMs (tests). */
   authTimeoutMs?: number;
+  /** How often the TLS files are checked for a change (default 5 s; tests go faster). */
+  tlsWatchIntervalMs?: number;
 }
 
 export interface RunningSmtp {
   /** The port actually listened on. */
   port: number;
+  /** Workers stopped for running over their deadline (for tests and diagnostics). */
+  readonly terminations: number;
   close(): Promise<void>;
 }
 
@@ -48,12 +59,25 @@ function reply(code: number, message: string): Error & { responseCode: number } 
 
 const isTransient = (err: unknown) => !(err instanceof RoostError) || err.status >= 500;
 
+const clientIp = (session: SMTPServerSession) => session.remoteAddress.replace(/^::ffff:/, '');
+
 export async function startSmtpServer(
   { config, service, logger }: Deps,
   options: SmtpOptions = {},
 ): Promise<RunningSmtp> {
   const log = logger.child({ component: 'smtp' });
-  const authenticator = new Authenticator({ resolver: options.dnsResolver, timeoutMs: options.authTimeoutMs });
+  const limits = config.email;
+  const processor = new EmailProcessor({
+    workers: EMAIL_WORKERS,
+    deadlineMs: options.authTimeoutMs ?? limits.processingDeadlineMs,
+    limits: { maxTextBytes: limits.maxTextBytes, maxHtmlBytes: limits.maxHtmlBytes },
+    resolver: options.dnsResolver,
+    logger: log,
+  });
+  const ipLimits = new IpLimits(limits.maxConnectionsPerIp, limits.messageRate);
+  let tls: TlsFiles | null = null;
+  if (limits.tlsCertPath && limits.tlsKeyPath)
+    tls = watchTlsFiles(limits.tlsCertPath, limits.tlsKeyPath, options.tlsWatchIntervalMs ?? 5_000, log);
   const domain = config.mailDomain.toLowerCase();
   const inFlight = new Set<Promise<void>>();
 
@@ -104,27 +128,15 @@ export async function startSmtpServer(
       throw reply(552, `Message exceeds the fixed maximum message size of ${config.maxEmailBytes} bytes`);
     }
     const raw = Buffer.concat(chunks, length);
-    const remoteIp = session.remoteAddress.replace(/^::ffff:/, '');
-    const [parsed, authentication] = await Promise.all([
-      parseEmail(raw),
-      authenticator.check({
-        raw,
-        ip: remoteIp,
-        helo: session.hostNameAppearsAs || session.clientHostname,
-        sender: mailFrom,
-        mta: domain,
-      }),
-    ]);
-    const { headers } = parsed.data;
-    const listUnsubscribe = headers['list-unsubscribe'];
-    const extracted = extractHints({
-      subject: parsed.data.subject,
-      text: parsed.data.text,
-      html: parsed.data.html,
-      listUnsubscribe: Array.isArray(listUnsubscribe) ? listUnsubscribe.join(', ') : listUnsubscribe,
+    const remoteIp = clientIp(session);
+    const processed = await processor.process({
+      raw,
+      ip: remoteIp,
+      helo: session.hostNameAppearsAs || session.clientHostname,
+      sender: mailFrom,
+      mta: domain,
     });
-    const data = { ...parsed.data, authentication, extracted };
-
+    const content = emailContent(raw, processed);
     let delivered = 0;
     let queueFull = false;
     for (const recipient of recipients) {
@@ -133,14 +145,17 @@ export async function startSmtpServer(
         record = await recipientAddress(recipient);
         // Deleted or expired since RCPT: like mail that arrives just after the deletion.
         if (!record) continue;
+        const addressId = record.id;
         const result = await service.deliver(
           record,
           {
             type: 'email.received',
             source: 'email',
-            data,
+            dataFor: (eventId) =>
+              emailEventData(content, length, `${config.baseUrl}/api/v1/addresses/${addressId}/events/${eventId}`),
+            parts: content.parts,
             // CONTRACT §8: a retried transaction carries the same key and queues nothing new.
-            dedupe_key: parsed.dedupeKey,
+            dedupe_key: content.dedupeKey,
             metadata: {
               envelope_from: mailFrom,
               envelope_to: recipient,
@@ -188,12 +203,27 @@ export async function startSmtpServer(
     rejectOversized: true,
     // A final destination for its own domain: nobody logs in, nothing is relayed.
     authOptional: true,
-    disabledCommands: ['AUTH', 'STARTTLS'],
-    hideSTARTTLS: true,
+    disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    hideSTARTTLS: !tls,
+    ...(tls ? tls.current() : {}),
     disableReverseLookup: true,
     maxClients: MAX_CONNECTIONS,
     maxRecipients: MAX_RECIPIENTS,
+    socketTimeout: limits.idleTimeoutMs,
     logger: false,
+    onConnect(session, callback) {
+      // 421 is temporary: a real MTA comes back later (RFC 5321 §3.8).
+      if (ipLimits.connect(clientIp(session), session.id)) return callback();
+      callback(reply(421, 'Too many connections from your address, try again later'));
+    },
+    onClose(session) {
+      ipLimits.disconnect(clientIp(session), session.id);
+    },
+    onMailFrom(_address, session, callback) {
+      const wait = ipLimits.takeMessage(clientIp(session));
+      if (wait === 0) return callback();
+      callback(reply(451, `Too many messages from your address; try again in ${wait} s`));
+    },
     onRcptTo(address, _session, callback) {
       onRcptTo(address).then(
         () => callback(),
@@ -215,6 +245,10 @@ export async function startSmtpServer(
     },
   });
   server.on('error', (err) => log.warn({ err }, 'smtp connection error'));
+  tls?.onChange((files) => {
+    server.updateSecureContext(files);
+    log.info('SMTP TLS certificate reloaded');
+  });
 
   const port = options.port ?? config.smtpPort;
   await new Promise<void>((resolve, reject) => {
@@ -230,6 +264,9 @@ export async function startSmtpServer(
   let closing: Promise<void> | undefined;
   return {
     port: actualPort,
+    get terminations() {
+      return processor.terminations;
+    },
     close: () =>
       (closing ??= (async () => {
         // Stop accepting; let messages already in DATA finish (their 250 means durable),
@@ -246,6 +283,8 @@ export async function startSmtpServer(
           connection.close();
         }
         await closed;
+        tls?.stop();
+        await processor.close();
       })()),
   };
 }

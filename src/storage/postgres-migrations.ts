@@ -88,4 +88,34 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
         WHERE addresses.id = held.address_id;
     `,
   },
+  {
+    version: 4,
+    name: 'email parts: attachments and raw messages outside the event row',
+    // As SQLite's migration 7: blobs keyed by sha256, stored once; email_parts links an event
+    // to them and goes with the event; a blob goes with its last link (the trigger).
+    // Part -1 is the raw message, 0… the attachments in manifest order.
+    sql: `
+      CREATE TABLE email_blobs (
+        sha256 text PRIMARY KEY,
+        bytes  bytea NOT NULL
+      );
+      CREATE TABLE email_parts (
+        event_id     text NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+        part         integer NOT NULL,
+        sha256       text NOT NULL,
+        content_type text NOT NULL,
+        filename     text,
+        PRIMARY KEY (event_id, part)
+      );
+      CREATE INDEX email_parts_by_blob ON email_parts (sha256);
+      CREATE FUNCTION email_part_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM email_blobs b WHERE b.sha256 = OLD.sha256
+          AND NOT EXISTS (SELECT 1 FROM email_parts p WHERE p.sha256 = OLD.sha256);
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER email_part_removed AFTER DELETE ON email_parts
+        FOR EACH ROW EXECUTE FUNCTION email_part_removed();
+    `,
+  },
 ];

@@ -46,6 +46,7 @@ import {
   type AddressRecord,
   type AppendInput,
   type AppendResult,
+  type EmailPart,
   type EventPageRecord,
   type EventRecord,
   type PurgeResult,
@@ -584,7 +585,7 @@ export class PostgresStorage implements Storage {
   async appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
     const size = eventSize(input);
     // Time-led (newEventId): the primary key's index grows at its end.
-    const eventId = newEventId(input.createdAt);
+    const eventId = input.id ?? newEventId(input.createdAt);
     try {
       const { rows } = await this.query<{ sequence: number }>(SQL.appendFast, [
         eventId,
@@ -742,6 +743,46 @@ export class PostgresStorage implements Storage {
   async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
     const { rowCount } = await this.query(SQL.ackUpTo, [addressId, upTo, now]);
     return rowCount ?? 0;
+  }
+
+  // --- email parts (migration 4) -------------------------------------------------------
+
+  async putEmailParts(eventId: string, parts: EmailPart[]): Promise<boolean> {
+    return this.transaction<boolean>(async (db) => {
+      // The event row is held (its key locked) so that it cannot go while its parts arrive.
+      const event = await db.query('SELECT 1 FROM events WHERE id = $1 FOR KEY SHARE', [eventId]);
+      if (event.rowCount === 0) return { rollback: false };
+      const digests = [...new Set(parts.map((p) => p.sha256))];
+      const held = await db.query<{ sha256: string }>('SELECT sha256 FROM email_blobs WHERE sha256 = ANY($1)', [
+        digests,
+      ]);
+      const present = new Set(held.rows.map((r) => r.sha256));
+      for (const part of parts) {
+        if (!present.has(part.sha256)) {
+          await db.query('INSERT INTO email_blobs (sha256, bytes) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING', [
+            part.sha256,
+            Buffer.from(part.bytes.buffer, part.bytes.byteOffset, part.bytes.byteLength),
+          ]);
+          present.add(part.sha256);
+        }
+        await db.query(
+          `INSERT INTO email_parts (event_id, part, sha256, content_type, filename) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (event_id, part) DO NOTHING`,
+          [eventId, part.part, part.sha256, part.contentType, part.filename],
+        );
+      }
+      return { commit: true };
+    });
+  }
+
+  async getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null> {
+    const { rows } = await this.query<{ sha256: string; contentType: string; filename: string | null; bytes: Buffer }>(
+      `SELECT p.sha256, p.content_type AS "contentType", p.filename, b.bytes
+       FROM email_parts p JOIN events e ON e.id = p.event_id JOIN email_blobs b ON b.sha256 = p.sha256
+       WHERE p.event_id = $1 AND p.part = $2 AND e.address_id = $3`,
+      [eventId, part, addressId],
+    );
+    return rows[0] ? { part, ...rows[0] } : null;
   }
 
   // --- housekeeping --------------------------------------------------------------------

@@ -240,4 +240,35 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
       END;
     `,
   },
+  {
+    version: 7,
+    name: 'email parts: attachments and raw messages outside the event row',
+    // An email event keeps a manifest; the bytes of its attachments and of the raw message are
+    // blobs keyed by their sha256, stored once however many events (recipients, retries) name
+    // them. email_parts links an event to its blobs; it goes with the event (ON DELETE
+    // CASCADE: eviction, retention, address deletion), and a blob goes with its last link.
+    // Part -1 is the raw message, 0… the attachments in manifest order.
+    sql: `
+      CREATE TABLE email_blobs (
+        sha256 TEXT PRIMARY KEY,
+        bytes  BLOB NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TABLE email_parts (
+        event_key    INTEGER NOT NULL REFERENCES events (key) ON DELETE CASCADE,
+        part         INTEGER NOT NULL,
+        event_id     TEXT NOT NULL,
+        sha256       TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        filename     TEXT,
+        PRIMARY KEY (event_key, part)
+      ) WITHOUT ROWID;
+      CREATE INDEX email_parts_by_event_id ON email_parts (event_id, part);
+      CREATE INDEX email_parts_by_blob ON email_parts (sha256);
+      CREATE TRIGGER email_part_removed AFTER DELETE ON email_parts
+      WHEN NOT EXISTS (SELECT 1 FROM email_parts WHERE sha256 = OLD.sha256)
+      BEGIN
+        DELETE FROM email_blobs WHERE sha256 = OLD.sha256;
+      END;
+    `,
+  },
 ];

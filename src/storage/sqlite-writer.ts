@@ -5,6 +5,7 @@
 // and a 202 still waits for the fsync of its own event.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite, type Synchronous } from './sqlite-connection.js';
+import { SqliteEmailPartWrites } from './sqlite-email-parts.js';
 import { SqliteWrites, type AppendOutcome, type AppendTuple } from './sqlite-writes.js';
 
 export interface WriterOptions {
@@ -30,7 +31,8 @@ export type CallableWrite =
   | 'ackEvent'
   | 'ackUpTo'
   | 'purgeStep'
-  | 'takeToken';
+  | 'takeToken'
+  | 'putEmailParts';
 
 /** An error as it crosses the thread boundary (its class is lost; message and code are kept). */
 export interface WireError {
@@ -85,6 +87,7 @@ db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
 // connection, which serves reads, keeps the default.
 db.pragma('cache_size = -8000');
 const writes = new SqliteWrites(db);
+const emailParts = new SqliteEmailPartWrites(db);
 let pending: Array<Extract<WriteRequest, { op: 'append' }>> = [];
 let flushScheduled = false;
 
@@ -137,7 +140,8 @@ port.on('message', (request: WriteRequest) => {
     return;
   }
   try {
-    const value = (writes as unknown as Record<string, (...args: unknown[]) => unknown>)[request.method](
+    const target = request.method === 'putEmailParts' ? emailParts : writes;
+    const value = (target as unknown as Record<string, (...args: unknown[]) => unknown>)[request.method](
       ...request.args,
     );
     port.postMessage([{ id: request.id, ok: true, value }] satisfies WriterMessage);

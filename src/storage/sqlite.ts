@@ -21,6 +21,7 @@ import {
   type ViewTokenRow,
 } from './rows.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
+import { prepareEmailPartRead } from './sqlite-email-parts.js';
 import { lockForThisProcess, migrate, openSqlite, restrictToOwner, type Synchronous } from './sqlite-connection.js';
 import { cannotOpen, sqliteError } from './sqlite-errors.js';
 import type {
@@ -37,6 +38,7 @@ import type {
   AddressChanges,
   AddressRecord,
   AppendInput,
+  EmailPart,
   AppendResult,
   EventPageRecord,
   EventRecord,
@@ -220,6 +222,7 @@ export class SqliteStorage implements Storage {
            WHERE address_id = ? AND token_digest = ? AND (expires_at IS NULL OR expires_at > ?)`,
         ),
         ping: db.prepare('SELECT 1'),
+        emailPart: prepareEmailPartRead(db),
       };
       this.writer = startWriter({ path, synchronous, groupCommit: this.groupCommit });
       this.writer.on('message', (replies: WriterMessage) => replies.forEach((reply) => this.settle(reply)));
@@ -344,7 +347,7 @@ export class SqliteStorage implements Storage {
   appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
     if (this.closing) return Promise.reject(new Error('storage is closed'));
     return new Promise((resolve, reject) => {
-      this.outbox.push({ input, id: newEventId(input.createdAt), capacity, maxBytes, resolve, reject });
+      this.outbox.push({ input, id: input.id ?? newEventId(input.createdAt), capacity, maxBytes, resolve, reject });
       if (!this.groupCommit) this.sendAppends();
       // Everything parsed in this turn of the event loop goes to the writer in one message.
       else if (this.outbox.length === 1) setImmediate(() => this.sendAppends());
@@ -395,6 +398,14 @@ export class SqliteStorage implements Storage {
 
   async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
     return this.call('ackUpTo', addressId, upTo, now);
+  }
+
+  putEmailParts(eventId: string, parts: EmailPart[]): Promise<boolean> {
+    return this.call('putEmailParts', eventId, parts);
+  }
+
+  async getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null> {
+    return this.sql.emailPart(addressId, eventId, part);
   }
 
   /**

@@ -64,6 +64,23 @@ export interface AppendInput {
   dedupeKey: string | null;
   /** Also the "now" against which the address's expiry is checked. */
   createdAt: number;
+  /** An id minted by newEventId(createdAt) beforehand, for data that names its own event; else the engine mints one. */
+  id?: string;
+}
+
+/**
+ * A stored part of an email event (migration "email parts"): the raw message (part -1) or
+ * an attachment (0…). The bytes are kept once per sha256 and go with the last event naming them.
+ */
+/** The part number of an email event's raw message; its attachments are 0…. */
+export const RAW_EMAIL_PART = -1;
+
+export interface EmailPart {
+  part: number;
+  sha256: string;
+  contentType: string;
+  filename: string | null;
+  bytes: Uint8Array;
 }
 
 export type AppendResult =
@@ -163,6 +180,11 @@ export interface Storage {
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
   /** Acknowledges every unacknowledged event with sequence ≤ upTo; returns how many. */
   ackUpTo(addressId: string, upTo: number, now: number): Promise<number>;
+
+  /** Stores an event's parts (idempotent); false when the event no longer exists. Resolves once durable. */
+  putEmailParts(eventId: string, parts: EmailPart[]): Promise<boolean>;
+  /** One part of an event of this address, or null. */
+  getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null>;
 
   /** Removes expired addresses (with their events) and events created before `retainAfter`. */
   purge(now: number, retainAfter: number): Promise<PurgeResult>;

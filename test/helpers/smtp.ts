@@ -20,8 +20,13 @@ export class SmtpDialogue {
   }
 
   /** Connects, reads the greeting and says EHLO; returns the EHLO reply as `ehlo`. */
-  static async open(port: number, helo = 'client.test'): Promise<SmtpDialogue & { ehlo: SmtpReply }> {
-    const socket = connect(port, '127.0.0.1');
+  static async open(
+    port: number,
+    helo = 'client.test',
+    localAddress?: string,
+  ): Promise<SmtpDialogue & { ehlo: SmtpReply }> {
+    // localAddress: another loopback address (127.0.0.2…) stands for another client IP.
+    const socket = connect({ port, host: '127.0.0.1', localAddress });
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);
       socket.once('error', reject);

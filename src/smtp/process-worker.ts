@@ -1,0 +1,100 @@
+// The email worker thread: parses a message and checks its SPF/DKIM/DMARC, off the event
+// loop. processor.ts hands it one message at a time and stops it (worker.terminate()) when
+// it runs past its deadline, so no message can hold the service however it is built. DNS
+// questions go back to the event loop, which answers, counts and times them.
+import { parentPort } from 'node:worker_threads';
+import { authenticate, type AuthenticationSummary } from './authenticate.js';
+import { extractHints, type Extracted } from './extract.js';
+import { parseEmail, type ParseLimits, type ParsedEmail } from './parse.js';
+
+// mailauth and its dependencies have written progress lines with console.log; a worker's
+// console reaches the process's stdout, where the JSON log is. Nothing here needs it.
+const silent = () => undefined;
+for (const method of ['log', 'info', 'warn', 'error', 'debug', 'trace', 'dir', 'table'] as const)
+  console[method] = silent;
+
+export interface EmailJob {
+  op: 'job';
+  id: number;
+  raw: Uint8Array;
+  ip: string;
+  helo: string;
+  sender: string;
+  mta: string;
+  limits: ParseLimits;
+}
+
+export type DnsAnswer =
+  | { op: 'dns-answer'; lookup: number; ok: true; value: unknown }
+  | { op: 'dns-answer'; lookup: number; ok: false; message: string; code?: string };
+
+export type ParsedWithHints = ParsedEmail & { extracted: Extracted };
+
+export type WorkerReport =
+  | { op: 'ready'; id: 0 }
+  | { op: 'parsed'; id: number; parsed: ParsedWithHints }
+  | { op: 'authenticated'; id: number; summary: AuthenticationSummary | null; error?: string }
+  | { op: 'dns'; id: number; lookup: number; name: string; rrtype: string };
+
+const port = parentPort!;
+let nextLookup = 1;
+const lookups = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
+
+function post(report: WorkerReport): void {
+  port.postMessage(report);
+}
+
+async function run(job: EmailJob): Promise<void> {
+  const raw = Buffer.from(job.raw.buffer, job.raw.byteOffset, job.raw.byteLength);
+  const parsed = await parseEmail(raw, job.limits);
+  const listUnsubscribe = parsed.data.headers['list-unsubscribe'];
+  const extracted = extractHints({
+    subject: parsed.data.subject,
+    text: parsed.data.text,
+    html: parsed.data.html,
+    listUnsubscribe: Array.isArray(listUnsubscribe) ? listUnsubscribe.join(', ') : listUnsubscribe,
+  });
+  post({ op: 'parsed', id: job.id, parsed: { ...parsed, extracted } });
+  const resolver = (name: string, rrtype: string) =>
+    new Promise<unknown>((resolve, reject) => {
+      const lookup = nextLookup++;
+      lookups.set(lookup, { resolve, reject });
+      post({ op: 'dns', id: job.id, lookup, name, rrtype });
+    });
+  try {
+    const summary = await authenticate(
+      {
+        raw,
+        ip: job.ip,
+        helo: job.helo,
+        sender: job.sender,
+        mta: job.mta,
+        from: parsed.data.from?.address ?? null,
+        fromMailboxes: parsed.fromMailboxes,
+      },
+      resolver,
+    );
+    post({ op: 'authenticated', id: job.id, summary });
+  } catch (error) {
+    // mailauth rejects only on unexpected input; an unverifiable message is not an error.
+    post({ op: 'authenticated', id: job.id, summary: null, error: (error as Error).message });
+  }
+}
+
+// Loaded before the first job, so that a message's deadline is spent on the message.
+await Promise.all([import('mailparser'), import('mailauth'), import('email-reply-parser'), import('tldts')]);
+post({ op: 'ready', id: 0 });
+
+port.on('message', (message: EmailJob | DnsAnswer) => {
+  if (message.op === 'dns-answer') {
+    const waiting = lookups.get(message.lookup);
+    lookups.delete(message.lookup);
+    if (!waiting) return;
+    if (message.ok) waiting.resolve(message.value);
+    else waiting.reject(Object.assign(new Error(message.message), { code: message.code }));
+    return;
+  }
+  run(message).catch((error: unknown) =>
+    post({ op: 'authenticated', id: message.id, summary: null, error: (error as Error).message }),
+  );
+});

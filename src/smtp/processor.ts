@@ -1,0 +1,272 @@
+// Runs parse + authentication of each message in a small pool of worker threads
+// (process-worker.ts), so that a hostile message costs a worker's time, never the event
+// loop's: HTTP, polls and other SMTP sessions go on meanwhile. Each message has a deadline
+// that is enforced: at the deadline its DNS questions are answered "timed out", and a
+// worker still busy shortly after is terminated and replaced. DNS is asked from here,
+// at most MAX_DNS_LOOKUPS names per message.
+import { promises as dns } from 'node:dns';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { unverified, type AuthenticationSummary, type DnsResolver } from './authenticate.js';
+import type { ParseLimits } from './parse.js';
+import type { DnsAnswer, EmailJob, ParsedWithHints, WorkerReport } from './process-worker.js';
+
+/** DNS names one message may make us look up (SPF alone allows 10 lookups, RFC 7208 §4.6.4). */
+export const MAX_DNS_LOOKUPS = 30;
+
+export interface ProcessorOptions {
+  workers: number;
+  deadlineMs: number;
+  limits: ParseLimits;
+  /** Default: the system's DNS, one server answer within 2 s, two tries, per query. */
+  resolver?: DnsResolver;
+  logger: Pick<Logger, 'warn'>;
+}
+
+export interface ProcessInput {
+  raw: Buffer;
+  ip: string;
+  helo: string;
+  sender: string;
+  mta: string;
+}
+
+export interface Processed {
+  /** null when parsing did not finish before the deadline. */
+  parsed: ParsedWithHints | null;
+  authentication: AuthenticationSummary;
+  /** Why the deadline cut the work short, if it did. */
+  overrun?: string;
+}
+
+interface Job {
+  id: number;
+  input: ProcessInput;
+  parsed: ParsedWithHints | null;
+  lookups: number;
+  dnsClosed: boolean;
+  pendingDns: Set<number>;
+  timers: NodeJS.Timeout[];
+  resolve(result: Processed): void;
+}
+
+interface Slot {
+  worker: Worker | null;
+  /** The worker has loaded its modules and takes messages. */
+  ready: boolean;
+  job: Job | null;
+}
+
+function systemResolver(): DnsResolver {
+  const resolver = new dns.Resolver({ timeout: 2_000, tries: 2 });
+  return (name, rrtype) => resolver.resolve(name, rrtype);
+}
+
+/** Starts the worker from its module beside this one (through tsx when run from source, as sqlite.ts does). */
+function startWorker(): Worker {
+  const here = import.meta.url;
+  if (!here.endsWith('.ts')) return new Worker(new URL('./process-worker.js', here));
+  const entry = JSON.stringify(new URL('./process-worker.ts', here).href);
+  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+  return new Worker(`import(${tsx}).then((api) => api.tsImport(${entry}, ${entry}))`, { eval: true });
+}
+
+export class EmailProcessor {
+  private readonly slots: Slot[];
+  private readonly queue: Job[] = [];
+  private readonly resolver: DnsResolver;
+  private nextId = 1;
+  private closed = false;
+  /** Workers terminated for running over, for tests and logs. */
+  terminations = 0;
+
+  constructor(private readonly options: ProcessorOptions) {
+    this.slots = Array.from({ length: options.workers }, () => ({ worker: null, ready: false, job: null }));
+    this.resolver = options.resolver ?? systemResolver();
+  }
+
+  process(input: ProcessInput): Promise<Processed> {
+    return new Promise((resolve) => {
+      this.queue.push({
+        id: this.nextId++,
+        input,
+        parsed: null,
+        lookups: 0,
+        dnsClosed: false,
+        pendingDns: new Set(),
+        timers: [],
+        resolve,
+      });
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    for (const slot of this.slots) {
+      if (this.queue.length === 0 || this.closed) return;
+      if (slot.job) continue;
+      if (!slot.ready) {
+        this.workerFor(slot);
+        continue;
+      }
+      this.begin(slot, this.queue.shift()!);
+    }
+  }
+
+  private workerFor(slot: Slot): Worker {
+    if (slot.worker) return slot.worker;
+    const worker = startWorker();
+    slot.worker = worker;
+    slot.ready = false;
+    worker.unref();
+    worker.on('message', (report: WorkerReport) => {
+      if (slot.worker !== worker) return;
+      if (report.op !== 'ready') return this.onReport(slot, worker, report);
+      slot.ready = true;
+      this.dispatch();
+    });
+    worker.on('error', (error) => {
+      if (slot.worker !== worker) return;
+      this.options.logger.warn({ err: error }, 'email worker failed; replacing it');
+      this.replace(slot, 'the message could not be processed');
+    });
+    worker.on('exit', () => {
+      if (slot.worker !== worker) return;
+      const starting = !slot.ready;
+      this.replace(slot, 'the message could not be processed');
+      // A worker that cannot even start must not leave messages waiting for ever: one of
+      // them is answered unprocessed (still queued whole), and the next try starts another.
+      const waiting = starting && !slot.job ? this.queue.shift() : undefined;
+      if (waiting)
+        waiting.resolve({
+          parsed: null,
+          authentication: unverified(
+            { sender: waiting.input.sender, from: null },
+            'The email worker could not start, so nothing was verified.',
+          ),
+          overrun: 'the email worker could not start',
+        });
+      this.dispatch();
+    });
+    return worker;
+  }
+
+  private begin(slot: Slot, job: Job): void {
+    slot.job = job;
+    const worker = this.workerFor(slot);
+    const { deadlineMs, limits } = this.options;
+    // The deadline starts when a worker takes the message, not while it waits its turn.
+    job.timers.push(
+      setTimeout(() => {
+        job.dnsClosed = true;
+        // Parsing has not finished: stop now. Otherwise let authentication end on the
+        // "timed out" DNS answers, and stop the worker if it has not after a grace period.
+        if (!job.parsed) return this.overrun(slot, job, 'parsing');
+        for (const lookup of job.pendingDns) this.answerDns(worker, lookup, null);
+        job.timers.push(setTimeout(() => this.overrun(slot, job, 'authentication'), Math.min(1_000, deadlineMs)));
+      }, deadlineMs),
+    );
+    const message: EmailJob = { op: 'job', id: job.id, ...job.input, limits };
+    worker.postMessage(message);
+  }
+
+  private onReport(slot: Slot, worker: Worker, report: Exclude<WorkerReport, { op: 'ready' }>): void {
+    const job = slot.job;
+    if (!job || report.id !== job.id) return;
+    if (report.op === 'parsed') {
+      const attachmentBytes = report.parsed.attachmentBytes.map((b) =>
+        Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+      );
+      job.parsed = { ...report.parsed, attachmentBytes };
+    } else if (report.op === 'dns') {
+      if (job.dnsClosed || ++job.lookups > MAX_DNS_LOOKUPS) return this.answerDns(worker, report.lookup, null);
+      job.pendingDns.add(report.lookup);
+      this.resolver(report.name, report.rrtype).then(
+        (value) => {
+          if (job.pendingDns.delete(report.lookup) && slot.worker === worker)
+            worker.postMessage({ op: 'dns-answer', lookup: report.lookup, ok: true, value } satisfies DnsAnswer);
+        },
+        (error: Error & { code?: string }) => {
+          if (job.pendingDns.delete(report.lookup) && slot.worker === worker)
+            worker.postMessage({
+              op: 'dns-answer',
+              lookup: report.lookup,
+              ok: false,
+              message: error.message,
+              code: error.code === undefined ? undefined : String(error.code),
+            } satisfies DnsAnswer);
+        },
+      );
+    } else {
+      const authentication =
+        report.summary ??
+        unverified(
+          { sender: job.input.sender, from: job.parsed?.data.from?.address ?? null },
+          'The message could not be checked.',
+        );
+      // DNS cut short by the deadline or the budget leaves temperror results: say why.
+      if (report.summary && (job.dnsClosed || job.lookups > MAX_DNS_LOOKUPS))
+        authentication.note += job.dnsClosed
+          ? ` DNS did not answer in time (client ${job.input.ip}); unanswered lookups are temperror.`
+          : ` The message needed more than ${MAX_DNS_LOOKUPS} DNS lookups; the rest were not made.`;
+      this.finish(slot, job, { parsed: job.parsed, authentication });
+    }
+  }
+
+  /** A timed-out answer: mailauth records temperror for it. */
+  private answerDns(worker: Worker, lookup: number, _value: null): void {
+    worker.postMessage({
+      op: 'dns-answer',
+      lookup,
+      ok: false,
+      message: 'DNS timed out',
+      code: 'ETIMEOUT',
+    } satisfies DnsAnswer);
+  }
+
+  private overrun(slot: Slot, job: Job, phase: string): void {
+    if (slot.job !== job) return;
+    this.terminations++;
+    const overrun = `${phase} took longer than ${this.options.deadlineMs} ms and was stopped`;
+    this.options.logger.warn({ bytes: job.input.raw.length, phase }, 'email processing ran over its deadline');
+    const worker = slot.worker;
+    slot.worker = null;
+    slot.ready = false;
+    void worker?.terminate();
+    this.finish(slot, job, {
+      parsed: job.parsed,
+      authentication: unverified(
+        { sender: job.input.sender, from: job.parsed?.data.from?.address ?? null },
+        `Checking the message ${overrun}, so nothing was verified.`,
+      ),
+      overrun,
+    });
+  }
+
+  private replace(slot: Slot, why: string): void {
+    const job = slot.job;
+    slot.worker = null;
+    slot.ready = false;
+    if (job)
+      this.finish(slot, job, {
+        parsed: job.parsed,
+        authentication: unverified({ sender: job.input.sender, from: job.parsed?.data.from?.address ?? null }, why),
+        overrun: job.parsed ? undefined : why,
+      });
+  }
+
+  private finish(slot: Slot, job: Job, result: Processed): void {
+    if (slot.job !== job) return;
+    for (const timer of job.timers) clearTimeout(timer);
+    slot.job = null;
+    job.resolve(result);
+    // A replaced worker is started now, so that it is ready before the next message.
+    if (!slot.worker && !this.closed) this.workerFor(slot);
+    this.dispatch();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.slots.map((slot) => slot.worker?.terminate() ?? Promise.resolve(0)));
+  }
+}
