@@ -31,6 +31,7 @@ export async function emailPartRoutes(app: FastifyInstance): Promise<void> {
     '/api/v1/addresses/:addressId/events/:eventId/attachments/:index',
     {
       schema: {
+        operationId: 'getEmailAttachment',
         summary: 'Download an attachment of an email event',
         description:
           'The bytes of data.attachments[index] of an email.received event; their sha256 and size are in the manifest.',
@@ -48,6 +49,7 @@ export async function emailPartRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<{ Params: { addressId: string; eventId: string } }>('/api/v1/addresses/:addressId/events/:eventId/raw', {
     schema: {
+      operationId: 'getEmailRaw',
       summary: 'Download the raw message of an email event',
       description: 'The message exactly as received (message/rfc822), headers and all parts included.',
       security: bearerSecurity,
