@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `roost` command (CONTRACT §11): `serve` runs the service; the other commands are a
+// The `roost` command (docs/api.md §11): `serve` runs the service; the other commands are a
 // client of a running one, built on the SDK in ./client. Output contract: stdout carries
 // JSON only (one object a line when piped); progress and summaries go to stderr, and only
 // when stderr is a terminal. Exit status: 0 done, 1 failed (one line on stderr), 2 bad usage.
@@ -283,7 +283,7 @@ async function serve(flags: Record<string, string | boolean | undefined>): Promi
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
-/** `serve` flag (commander's camelCase name) → the variable of CONTRACT §10 it sets. */
+/** `serve` flag (commander's camelCase name) → the variable of docs/api.md §10 it sets. */
 const SERVE_FLAGS: Record<string, (typeof ENV_VARS)[number]> = {
   port: 'PORT',
   host: 'HOST',
@@ -325,7 +325,7 @@ async function create(
   } catch (error) {
     saveError = error;
   }
-  // Printed even when saving failed: the read token is shown once (spec §2.3).
+  // Printed even when saving failed: the read token is shown once (docs/api.md §2.3).
   printJson(created);
   if (saveError)
     throw new Error(`could not save to ${flags.save}: ${(saveError as Error).message} (the response is on stdout)`);

@@ -1,4 +1,4 @@
-// Configuration: the environment (CONTRACT §10) and the CLI's flags, read once into one
+// Configuration: the environment (docs/api.md §10) and the CLI's flags, read once into one
 // validated Config that is passed to every module. Nothing else reads process.env.
 
 export const PRODUCT = 'roost';
@@ -51,7 +51,7 @@ export interface Config {
   /** Live view tokens one address may hold at once. */
   maxViewTokens: number;
   logLevel: string;
-  /** How often expired addresses and old events are purged (CONTRACT §2: within a minute). */
+  /** How often expired addresses and old events are purged (docs/api.md §2: within a minute). */
   sweepIntervalMs: number;
   /** How long SIGTERM waits for in-flight requests before closing storage. */
   shutdownGraceMs: number;

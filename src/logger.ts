@@ -1,4 +1,4 @@
-// JSON logs on stdout (CONTRACT §10) with secrets cut out (CONTRACT §1): request URLs are
+// JSON logs on stdout (docs/api.md §10) with secrets cut out (docs/api.md §1): request URLs are
 // logged by their matched route with secret parameters and credential-like query values
 // redacted, no header is logged, and every line is scrubbed of secret-shaped text last.
 import type { FastifyRequest } from 'fastify';

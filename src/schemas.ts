@@ -1,4 +1,4 @@
-// The wire contract, written once in TypeBox (spec §2, CONTRACT §1–6). These schemas
+// The wire contract, written once in TypeBox (docs/api.md §2, docs/api.md §1–6). These schemas
 // validate requests, serialise responses, generate /api/v1/openapi.json and type the
 // client, so the four cannot drift apart.
 import { Type, type Static } from 'typebox';
@@ -143,7 +143,7 @@ export const ErrorSchema = Type.Object(
   {
     error: Type.Object(
       {
-        code: Type.String({ description: 'Stable machine-readable code (CONTRACT §6).' }),
+        code: Type.String({ description: 'Stable machine-readable code (docs/api.md §6).' }),
         message: Type.String({ description: 'What went wrong and what to do, in one sentence.' }),
       },
       { additionalProperties: false },

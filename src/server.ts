@@ -1,5 +1,5 @@
 // Builds and starts everything — storage, service, HTTP (with MCP), SMTP, sweeper — and
-// stops it in order on shutdown (CONTRACT §9): stop accepting, answer held polls, finish
+// stops it in order on shutdown (docs/api.md §9): stop accepting, answer held polls, finish
 // in-flight writes, close storage.
 import type { FastifyInstance } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
@@ -63,7 +63,7 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
   let smtp: RunningSmtp | null;
   try {
     // Fastify logs its own "Server listening" line(s); the contract wants one start-up line
-    // (CONTRACT §10, logged below), so Fastify's are muted for the duration of listen().
+    // (docs/api.md §10, logged below), so Fastify's are muted for the duration of listen().
     const level = app.log.level;
     app.log.level = 'warn';
     try {
@@ -77,7 +77,7 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
     url = `http://${hostForUrl === '0.0.0.0' ? '127.0.0.1' : hostForUrl}:${port}`;
     if (config.baseUrlFromPort) config.baseUrl = `http://localhost:${port}`;
 
-    // ROOST_SMTP_PORT=0 disables SMTP (CONTRACT §8); a test asks for any free port via options.smtp.port.
+    // ROOST_SMTP_PORT=0 disables SMTP (docs/api.md §8); a test asks for any free port via options.smtp.port.
     smtp =
       config.smtpPort !== 0 || options.smtp?.port !== undefined
         ? await startSmtpServer({ config, service, logger }, options.smtp)
@@ -94,7 +94,7 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
   const sweeper = new Sweeper(service, config.sweepIntervalMs, logger);
   sweeper.start();
 
-  // CONTRACT §10: the start-up line is printed whatever LOG_LEVEL says (unless silent).
+  // docs/api.md §10: the start-up line is printed whatever LOG_LEVEL says (unless silent).
   const startLogger = config.logLevel === 'silent' ? logger : logger.child({}, { level: 'info' });
   // Behind a proxy, which X-Forwarded-For entry is believed is said at start (ROOST_TRUST_PROXY).
   const clientIp = describeClientIp(config.trustProxy);

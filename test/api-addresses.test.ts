@@ -1,4 +1,4 @@
-// Behaviour of creating, reading and deleting return addresses (spec §2–5, CONTRACT §1,
+// Behaviour of creating, reading and deleting return addresses (docs/api.md §2–5, docs/api.md §1,
 // §2, §5, §9), over real HTTP against a real server, on every engine.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -222,7 +222,7 @@ describe('provisioning rate limit', () => {
       try {
         const statuses: number[] = [];
         const remaining: string[] = [];
-        // An invalid request takes a token too (CONTRACT §9).
+        // An invalid request takes a token too (docs/api.md §9).
         const invalid = await request(server.url, 'POST', '/api/v1/addresses', { body: { bogus: true } });
         assert.equal(invalid.status, 400);
         assert.equal(invalid.headers.get('ratelimit-remaining'), '2');
@@ -309,7 +309,7 @@ describe('lifetimes', () => {
         assert.equal((await deliver(keeper.inbox, { data: 'kept' })).status, 202);
         now += 59_999;
         assert.equal((await listEvents(server.url, a)).status, 200);
-        now += 1; // expiresAt reached: from then on, as deleted (CONTRACT §2)
+        now += 1; // expiresAt reached: from then on, as deleted (docs/api.md §2)
         const gone = [
           await request(server.url, 'GET', `/api/v1/addresses/${a.id}`, { token: a.token }),
           await listEvents(server.url, a),

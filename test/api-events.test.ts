@@ -1,5 +1,5 @@
-// Reading the queue by cursor, long-polling and acknowledging (spec §4.4–4.5, §6,
-// CONTRACT §4), over real HTTP against a real server, on every engine.
+// Reading the queue by cursor, long-polling and acknowledging (docs/api.md §4, §4.2, §6,
+// docs/api.md §4), over real HTTP against a real server, on every engine.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
@@ -103,7 +103,7 @@ await forEachEngine('read the queue', (server) => {
     assert.equal(page.headers.get('content-type'), 'application/json; charset=utf-8');
     const [first, second] = page.body.events;
     assert.deepEqual(first.data, data);
-    // Key order as delivered (CONTRACT §3: stored as JSON text, not normalised).
+    // Key order as delivered (docs/api.md §3: stored as JSON text, not normalised).
     assert.deepEqual(Object.keys(first.data), ['z', 'a', 'm']);
     assert.equal(first.type, 't.x');
     assert.equal(first.source, 'ci');

@@ -1,4 +1,4 @@
-// Delivering through the secret inbox URL (spec §4.6, §6, CONTRACT §3): validation,
+// Delivering through the secret inbox URL (docs/api.md §3, §6, docs/api.md §3): validation,
 // idempotency, capacity and the uniform 404, over real HTTP on every engine.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';

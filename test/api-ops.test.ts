@@ -1,4 +1,4 @@
-// Operations and the edges of the interface (CONTRACT §6, §9, §10): health, readiness,
+// Operations and the edges of the interface (docs/api.md §6, §9, §10): health, readiness,
 // metrics, the OpenAPI document, unknown routes and methods, configuration, and requests
 // that meet a shutdown.
 import assert from 'node:assert/strict';
@@ -179,7 +179,7 @@ describe('configuration', () => {
   });
 });
 
-describe('shutdown (CONTRACT §9: stop accepting, finish in-flight writes)', () => {
+describe('shutdown (docs/api.md §9: stop accepting, finish in-flight writes)', () => {
   it('a delivery in flight when shutdown begins is answered 202; a request arriving behind it gets 503 unavailable and Connection: close', async () => {
     const server = await startTestServer('sqlite');
     try {

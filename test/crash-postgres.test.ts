@@ -1,4 +1,4 @@
-// Crash on PostgreSQL. "A 202 means the event is durable" (CONTRACT §3): deliveries
+// Crash on PostgreSQL. "A 202 means the event is durable" (docs/api.md §3): deliveries
 // stream into a child Roost process on PostgreSQL, it is killed with SIGKILL mid-load and
 // started again on the same database. Every delivery answered 202 must be there with its
 // id and sequence; sequences stay gapless (a transaction cut off by the kill gave its
@@ -32,7 +32,7 @@ async function start(databaseUrl: string): Promise<ServerProcess> {
 }
 
 describe(
-  'SIGKILL under load on PostgreSQL (CONTRACT §3: a 202 is durable)',
+  'SIGKILL under load on PostgreSQL (docs/api.md §3: a 202 is durable)',
   { skip: skip ? `skipped: ${skip}` : false },
   () => {
     test(

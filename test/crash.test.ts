@@ -1,8 +1,8 @@
 // Crash and shutdown. "A 202 means the event is durable: it is committed to storage
-// before the response is sent" (CONTRACT §3): kill the server with SIGKILL while
+// before the response is sent" (docs/api.md §3): kill the server with SIGKILL while
 // deliveries are in flight, start it again on the same SQLite file, and every delivery
 // that was answered 202 must be there, unchanged, in a gapless sequence. And SIGTERM
-// answers held polls and exits 0 (CONTRACT §9).
+// answers held polls and exits 0 (docs/api.md §9).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,7 +35,7 @@ const ADDRESSES = 4;
 /** Answered 202s to wait for before the kill: enough that the kill lands mid-stream. */
 const KILL_AFTER = 400;
 
-describe('SIGKILL under load (CONTRACT §3: a 202 is durable)', () => {
+describe('SIGKILL under load (docs/api.md §3: a 202 is durable)', () => {
   test(
     'every 202 survives with its id and sequence; sequences stay gapless; the next delivery takes max+1',
     { timeout: 120_000 },
@@ -55,7 +55,7 @@ describe('SIGKILL under load (CONTRACT §3: a 202 is durable)', () => {
   );
 });
 
-describe('SIGTERM (CONTRACT §9: answer held polls, finish writes, exit 0)', () => {
+describe('SIGTERM (docs/api.md §9: answer held polls, finish writes, exit 0)', () => {
   test('held polls are answered with an empty page and the process exits 0', { timeout: 120_000 }, async () => {
     const dbPath = tempDb();
     const server = await start(dbPath);
@@ -66,7 +66,7 @@ describe('SIGTERM (CONTRACT §9: answer held polls, finish writes, exit 0)', () 
     const polls = Array.from({ length: 3 }, () =>
       request(server.url, 'GET', `/api/v1/addresses/${address.id}/events?after=1&wait=25`, { token: address.token }),
     );
-    // Held means counted by the server (CONTRACT §9 metrics), not "probably by now".
+    // Held means counted by the server (docs/api.md §9 metrics), not "probably by now".
     for (;;) {
       const metrics = await request(server.url, 'GET', '/metrics');
       if (/^roost_polls_held 3$/m.test(metrics.text)) break;

@@ -1,4 +1,4 @@
-// Inbound email end to end (CONTRACT §8): real mail over a real socket — nodemailer for
+// Inbound email end to end (docs/api.md §8): real mail over a real socket — nodemailer for
 // ordinary messages, a raw SMTP dialogue for the edge cases — into a real Roost, read back
 // through the events URL.
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // Bad input never yields a 5xx, and every non-2xx answer of the REST interface has the
-// Error shape with a code of CONTRACT §6. A seeded randomized sweep over every route
+// Error shape with a code of docs/api.md §6. A seeded randomized sweep over every route
 // (set FUZZ_SEED to explore another corner; a failure prints its seed and path), then
 // hand-written socket-level cases that fetch cannot produce.
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261121);
 
-/** CONTRACT §6: the codes each status may carry. */
+/** docs/api.md §6: the codes each status may carry. */
 const CODES_BY_STATUS: Record<number, string[]> = {
   400: ['invalid_request', 'invalid_json', 'idempotency_key_mismatch'],
   401: ['unauthorized'],
@@ -70,7 +70,7 @@ after(async () => {
   await server?.close();
 });
 
-const MAX_BODY = 256 * 1024; // ROOST_MAX_BODY_BYTES default (CONTRACT §10)
+const MAX_BODY = 256 * 1024; // ROOST_MAX_BODY_BYTES default (docs/api.md §10)
 
 // Each piece is a function of the live address, so that valid ids and secrets stay valid.
 type Piece = (a: { id: string; secret: string; token: string; eventId: string }) => string;
@@ -143,7 +143,7 @@ const id = mostly<Piece>((a) => a.id, oddId);
 const secret = mostly<Piece>((a) => a.secret, oddSecret);
 const eventId = mostly<Piece>((a) => a.eventId, oddEvent);
 
-/** The routes of CONTRACT §2–§4 and §9, each with its proper method and path. */
+/** The routes of docs/api.md §2–§4 and §9, each with its proper method and path. */
 const routeArb: fc.Arbitrary<{ method: string; path: Piece; kind: string }> = fc.oneof(
   fc.constant({ method: 'POST', path: fixed('/api/v1/addresses'), kind: 'create' }),
   id.map((i) => ({ method: 'GET', path: (a: any) => `/api/v1/addresses/${i(a)}`, kind: 'get' })),
@@ -273,7 +273,7 @@ const validBody = fc.constantFrom(
   '{"dedupe_key":"k1"}',
   '{"name":"fuzz","task_id":"t-1","expires_in_seconds":3600}',
 );
-/** Deep nesting and sizes around the body limit (CONTRACT §3: 64 levels, 256 KiB). */
+/** Deep nesting and sizes around the body limit (docs/api.md §3: 64 levels, 256 KiB). */
 const largeBody = fc.constantFrom(
   '['.repeat(100_000),
   '{"a":'.repeat(50_000),
@@ -348,7 +348,7 @@ describe('randomized requests never answer 5xx and always use the Error shape', 
         if (type !== undefined) headers['content-type'] = type;
         if (auth !== undefined) headers.authorization = auth(a);
         if (key !== undefined) headers['idempotency-key'] = key;
-        // Raw capture takes any body (CONTRACT §3.1); give it some requests too.
+        // Raw capture takes any body (docs/api.md §3.1); give it some requests too.
         const url = `${server.url}${route.path(a)}${route.kind === 'inbox' && raw ? '?raw=1' : query}`;
         const sendBody = method === 'GET' || method === 'HEAD' ? undefined : body;
         const res = await request(server.url, method, url, { rawBody: sendBody, headers });

@@ -1,4 +1,4 @@
-// The MCP endpoints at the HTTP level (CONTRACT §6 last paragraph, §7): protocol-level
+// The MCP endpoints at the HTTP level (docs/api.md §6 last paragraph, §7): protocol-level
 // failures are JSON-RPC errors with a 4xx, never the REST error shape or a 5xx; and
 // GET /llms.txt, the plain-text guide for agents.
 import assert from 'node:assert/strict';

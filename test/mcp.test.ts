@@ -1,4 +1,4 @@
-// The MCP tools (CONTRACT §7) driven by the official SDK client over real HTTP: listing,
+// The MCP tools (docs/api.md §7) driven by the official SDK client over real HTTP: listing,
 // create, a long-poll woken by an HTTP delivery, ack of one event and of a run, get,
 // delete, credentials (header, argument, both), and argument validation. MCP is a
 // transport over the same core operations, so one engine (SQLite) is enough here.
@@ -211,7 +211,7 @@ describe('MCP tools', () => {
       'unauthorized',
     );
     assert.match(disagree, /different tokens/);
-    // CONTRACT §5: an unknown address answers 404 before any credential check.
+    // docs/api.md §5: an unknown address answers 404 before any credential check.
     assertToolError(await call(bare, 'get_return_address', { address_id: 'addr_nope' }), 'address_not_found');
     assertToolError(
       await call(await open('/mcp', other.token), 'get_return_address', { address_id: 'addr_nope', read_token: token }),

@@ -1,7 +1,7 @@
 // Two Roost processes on one PostgreSQL database, as behind a load balancer: a poll held
 // on one is woken by a delivery to the other; concurrent deliveries split across both take
 // sequences 1..N exactly; one idempotency key wins once across both; the create rate limit
-// is one bucket for both (CONTRACT §3, §4, §9).
+// is one bucket for both (docs/api.md §3, §4, §9).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from './helpers/engines.js';

@@ -1,5 +1,5 @@
-// Property tests over real HTTP (DESIGN: "Property tests (fast-check) for sequencing,
-// idempotency and validation"). One server and one SQLite file serve every run; each run
+// Property tests (fast-check) over real HTTP, for sequencing, idempotency and
+// validation. One server and one SQLite file serve every run; each run
 // gets a fresh address, so runs cannot see each other's events or keys.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -15,8 +15,8 @@ after(async () => {
   await server?.close();
 });
 
-const CAPACITY = 1000; // spec §8
-const MAX_DEPTH = 64; // CONTRACT §3
+const CAPACITY = 1000; // docs/api.md §9.1
+const MAX_DEPTH = 64; // docs/api.md §3
 
 /** Reads the whole queue, walking it with the given page sizes (cycled), and checks every page. */
 async function readAll(address: CreatedAddress, limits: number[] = [100], start = 0): Promise<any[]> {
@@ -33,7 +33,7 @@ async function readAll(address: CreatedAddress, limits: number[] = [100], start 
       assert.ok(event.sequence > previous, 'pages are ascending and hold only sequence > after');
       previous = event.sequence;
     }
-    // CONTRACT §4: next_cursor = last sequence returned, or `after` when the page is empty.
+    // docs/api.md §4: next_cursor = last sequence returned, or `after` when the page is empty.
     assert.equal(page.next_cursor, page.events.length > 0 ? page.events[page.events.length - 1].sequence : cursor);
     if (i > 0) assert.ok(page.events.length > 0, 'has_more was true but the next page is empty');
     events.push(...page.events);
@@ -63,7 +63,7 @@ const deliverySpec = fc.oneof(
   },
 );
 
-describe('sequencing under concurrent deliveries (CONTRACT §3)', () => {
+describe('sequencing under concurrent deliveries (docs/api.md §3)', () => {
   test('one event per distinct key plus one per keyless delivery, sequences exactly 1..M, pages consistent', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -131,7 +131,7 @@ describe('sequencing under concurrent deliveries (CONTRACT §3)', () => {
   });
 });
 
-/** Valid CreateEvent bodies (spec §2.6) without a key of their own. */
+/** Valid CreateEvent bodies (docs/api.md §3) without a key of their own. */
 const createEventBody = fc.record(
   {
     type: fc.string({ maxLength: 20 }),
@@ -145,7 +145,7 @@ const createEventBody = fc.record(
 /** JSON as it comes back from a round trip (e.g. -0 becomes 0). */
 const roundTrip = (value: unknown) => JSON.parse(JSON.stringify(value));
 
-describe('idempotency (CONTRACT §3: "that event unchanged … whatever its body")', () => {
+describe('idempotency (docs/api.md §3: "that event unchanged … whatever its body")', () => {
   test('a repeated key returns the first event unchanged, whatever the repeat says', async () => {
     const key = fc.stringMatching(/^[\x21-\x7e]{1,40}$/);
     await fc.assert(
@@ -166,7 +166,7 @@ describe('idempotency (CONTRACT §3: "that event unchanged … whatever its body
           const first = await send(firstBody, firstVia);
           assert.equal(first.status, 202, first.text);
           const event = first.body.event;
-          // The first event holds what was delivered, with the defaults of spec §6.
+          // The first event holds what was delivered, with the defaults of docs/api.md §3.2.
           assert.equal(event.type, firstBody.type ?? 'message.received');
           assert.equal(event.source, firstBody.source ?? 'https');
           assert.deepEqual(event.data, 'data' in firstBody ? roundTrip(firstBody.data) : null);
@@ -204,7 +204,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   }),
 );
 
-describe('capacity of 1,000 events (spec §8, CONTRACT §3)', () => {
+describe('capacity of 1,000 events (docs/api.md §9.1, docs/api.md §3)', () => {
   test('never more than 1000 held, nothing unacknowledged dropped, 429 exactly when 1000 are unacknowledged, oldest acknowledged evicted', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 2, maxLength: 8 }), async (steps) => {
@@ -399,7 +399,7 @@ const headerChoice = fc.oneof(
   }),
 );
 
-describe('validation of deliveries (spec §2.6, CONTRACT §3 and §6)', () => {
+describe('validation of deliveries (docs/api.md §3, docs/api.md §3 and §6)', () => {
   let address: CreatedAddress;
   before(async () => {
     address = await createAddress(server.url);

@@ -1,4 +1,4 @@
-// Raw capture (CONTRACT §3.1): real webhook senders' payloads, sent byte for byte as the
+// Raw capture (docs/api.md §3.1): real webhook senders' payloads, sent byte for byte as the
 // senders send them, are read back through the events URL and their signatures verified
 // from body_base64 — the check a reader of the queue has to be able to make.
 import assert from 'node:assert/strict';

@@ -1,7 +1,7 @@
-// Secrets stay secret (CONTRACT §1): the database file, its WAL, the logs and the metrics
+// Secrets stay secret (docs/api.md §1): the database file, its WAL, the logs and the metrics
 // never hold a read token or an ingress secret in clear, only their SHA-256 digests; ids
 // and secrets carry the entropy the contract promises; slugs have its shape; and one
-// address's credentials open nothing of another's (CONTRACT §5).
+// address's credentials open nothing of another's (docs/api.md §5).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
@@ -30,7 +30,7 @@ function databaseBytes(dbPath: string): Buffer {
   return Buffer.concat(files.map((f) => readFileSync(join(dir, f))));
 }
 
-describe('tokens and ingress secrets never appear in clear (CONTRACT §1)', () => {
+describe('tokens and ingress secrets never appear in clear (docs/api.md §1)', () => {
   let server: TestServer;
   const addresses: CreatedAddress[] = [];
   let deleted: CreatedAddress;
@@ -171,7 +171,7 @@ function assertEntropy(values: string[], prefix: string, bits: number): void {
     assert.ok(new Set(parts.map((p) => p[i])).size > 8, `position ${i} barely varies`);
 }
 
-describe('identifiers, secrets and slugs have the contract shape (CONTRACT §1)', () => {
+describe('identifiers, secrets and slugs have the contract shape (docs/api.md §1)', () => {
   let server: TestServer;
   before(async () => {
     server = await startTestServer('sqlite');

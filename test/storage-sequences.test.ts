@@ -1,4 +1,4 @@
-// "Sequences are never reused, not even after deletions" (CONTRACT §3), at the storage
+// "Sequences are never reused, not even after deletions" (docs/api.md §3), at the storage
 // interface of both engines, for every way an event can leave: eviction of the newest
 // event, retention purging the whole queue, and an ack-then-evict of everything. SQLite
 // keeps no per-append record of the last sequence (migration 2): the next one is derived

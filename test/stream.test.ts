@@ -1,4 +1,4 @@
-// The queue as Server-Sent Events (CONTRACT §4.1), read with a real streaming HTTP client
+// The queue as Server-Sent Events (docs/api.md §4.1), read with a real streaming HTTP client
 // whose SSE frames are parsed here: replay, live events, reconnects with Last-Event-ID,
 // `gone`, errors, many streams at once, and the server freeing what a stream held.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// RoostClient: a fetch-based SDK for the REST interface (spec §4), typed from the wire
+// RoostClient: a fetch-based SDK for the REST interface (docs/api.md §0.1), typed from the wire
 // schemas in src/schemas.ts. It is what the `roost` CLI uses, and what an agent embeds to
 // create a return address, deliver to an inbox and follow its queue.
 import type {

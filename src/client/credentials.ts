@@ -11,7 +11,7 @@ export interface SavedCredentials {
   inboxUrl?: string;
 }
 
-// endpoints.events_url = {base_url}/api/v1/addresses/{id}/events (CONTRACT §2); the base
+// endpoints.events_url = {base_url}/api/v1/addresses/{id}/events (docs/api.md §2); the base
 // may carry a path prefix behind a proxy, so cut the known suffix rather than keep the origin.
 const EVENTS_SUFFIX = /\/api\/v1\/addresses\/[^/]+\/events\/?$/;
 

@@ -1,5 +1,5 @@
 // The client's errors: one class for every failure the SDK reports, so callers branch on
-// `code` (the REST error.code of CONTRACT §6) and `status` instead of parsing messages.
+// `code` (the REST error.code of docs/api.md §6) and `status` instead of parsing messages.
 // Failures without an HTTP answer (refused connection, reset, timeout) are a subclass, so a
 // caller can tell "the service said no" from "the service was not reached".
 

@@ -1,4 +1,4 @@
-// Errors are values with a code (CONTRACT §6), thrown from the core and rendered once at
+// Errors are values with a code (docs/api.md §6), thrown from the core and rendered once at
 // the edge of each transport: HTTP as {"error":{code,message}}, MCP as a tool error,
 // SMTP as a reply code.
 

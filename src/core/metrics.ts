@@ -1,4 +1,4 @@
-// Prometheus metrics (CONTRACT §9): one registry per running service, so that several
+// Prometheus metrics (docs/api.md §9): one registry per running service, so that several
 // servers in one process (tests) do not share counters. No label ever holds a secret or
 // an address id (unbounded cardinality); only transports and outcomes.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';

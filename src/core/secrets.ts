@@ -1,4 +1,4 @@
-// Identifiers and secrets (CONTRACT §1). Ids carry 128 random bits, secrets 256, all from
+// Identifiers and secrets (docs/api.md §1). Ids carry 128 random bits, secrets 256, all from
 // the CSPRNG. Secrets are kept only as SHA-256 digests and compared in constant time, so a
 // copy of the database grants nothing and timing reveals nothing.
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -91,7 +91,7 @@ function randomSlugPart(): string {
   return out;
 }
 
-/** Slug per CONTRACT §1: ^[a-z0-9]+(-[a-z0-9]+)*$, ≤ 40 chars, led by the slugified name. */
+/** Slug per docs/api.md §1: ^[a-z0-9]+(-[a-z0-9]+)*$, ≤ 40 chars, led by the slugified name. */
 export function newSlug(name?: string): string {
   const lead = (name ?? '')
     .normalize('NFKD')

@@ -85,7 +85,7 @@ export interface DeliveryInput {
 }
 
 export interface DeliveryResult {
-  /** 202 for a newly queued event, 200 for an idempotent repeat (spec §3). */
+  /** 202 for a newly queued event, 200 for an idempotent repeat (docs/api.md §3). */
   status: 200 | 202;
   body: EventDeliveryResponse;
 }
@@ -100,7 +100,7 @@ export interface ListOptions {
 /** Which transport a delivery came through, for metrics. */
 export type Transport = 'http' | 'email' | 'mcp';
 
-/** A reader of one address's queue as a stream (CONTRACT §4.1); see openStream. */
+/** A reader of one address's queue as a stream (docs/api.md §4.1); see openStream. */
 export interface EventStreamHandle {
   /** Milliseconds until the address expires by the service's clock, or null without a lifetime. */
   expiresInMs(): number | null;
@@ -215,7 +215,7 @@ export function jsonDepthExceeds(value: unknown, max: number): boolean {
   return false;
 }
 
-/** Parses "Bearer <token>" (scheme case-insensitive, CONTRACT §5). */
+/** Parses "Bearer <token>" (scheme case-insensitive, docs/api.md §5). */
 export function bearerToken(header: string | undefined): string | undefined {
   const match = header ? /^\s*bearer\s+(\S+)\s*$/i.exec(header) : null;
   return match ? match[1] : undefined;
@@ -260,7 +260,7 @@ export class RoostService {
 
   // --- provisioning -------------------------------------------------------------------
 
-  /** One token of the per-client create bucket (CONTRACT §9); every create request takes one. */
+  /** One token of the per-client create bucket (docs/api.md §9); every create request takes one. */
   takeCreateToken(clientKey: string): Promise<TokenBucketResult> {
     const { limit, periodMs } = this.config.createRate;
     return this.storage.takeToken(`create:${clientKey}`, limit, periodMs, this.now());
@@ -318,7 +318,7 @@ export class RoostService {
   // --- bearer-protected operations -----------------------------------------------------
 
   /**
-   * CONTRACT §5: unknown or expired address → 404 first; then a bad token → 401. `write`
+   * docs/api.md §5: unknown or expired address → 404 first; then a bad token → 401. `write`
    * names what the call changes; a view token may not (403).
    */
   async authenticate(addressId: string, token: string | undefined, write?: string): Promise<AddressRecord> {
@@ -566,7 +566,7 @@ export class RoostService {
   /**
    * Queues one event for an already-authorised address. The one `deliver` path: the
    * inbox route, raw capture, email and MCP all end here, so every delivery wakes polls.
-   * `idempotencyKey` is the header form; `input.dedupe_key` the body form (CONTRACT §3).
+   * `idempotencyKey` is the header form; `input.dedupe_key` the body form (docs/api.md §3).
    */
   async deliver(
     address: AddressRecord,
@@ -648,7 +648,7 @@ export class RoostService {
     return found;
   }
 
-  // --- streaming (CONTRACT §4.1) -------------------------------------------------------
+  // --- streaming (docs/api.md §4.1) -------------------------------------------------------
 
   /**
    * Opens a stream of the queue: authenticates as the events URL does (404, then 401),
@@ -677,7 +677,7 @@ export class RoostService {
         return waiters.isClosing;
       },
       readAfter: async (after, limit) => {
-        // Deleted or expired: the stream ends with `gone` (CONTRACT §2: behaves as deleted).
+        // Deleted or expired: the stream ends with `gone` (docs/api.md §2: behaves as deleted).
         const current = await this.storage.getAddress(addressId, this.now());
         if (!current) return 'gone';
         if ((await this.accessOf(current, token!)) === null) return 'revoked';
@@ -703,7 +703,7 @@ export class RoostService {
 
   // --- housekeeping --------------------------------------------------------------------
 
-  /** Retention and expiry (spec §8, CONTRACT §2); run by the sweeper. */
+  /** Retention and expiry (docs/api.md §9.1, docs/api.md §2); run by the sweeper. */
   async purge(): Promise<void> {
     const now = this.now();
     const result = await this.storage.purge(now, now - RETENTION_MS);

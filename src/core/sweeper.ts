@@ -1,4 +1,4 @@
-// Runs retention and expiry purges on a timer (spec §8, CONTRACT §2: expired addresses'
+// Runs retention and expiry purges on a timer (docs/api.md §9.1, docs/api.md §2: expired addresses'
 // events are gone within a minute). With PostgreSQL, the engine's purge takes an advisory
 // lock so that one instance sweeps at a time.
 import type { Logger } from 'pino';

@@ -1,4 +1,4 @@
-// The token bucket behind the provisioning rate limit (CONTRACT §9): `limit` tokens,
+// The token bucket behind the provisioning rate limit (docs/api.md §9): `limit` tokens,
 // refilled evenly over `periodMs`. Pure arithmetic, so that both storage engines apply
 // the same rule to the state they hold (SQLite: one process; PostgreSQL: all instances).
 import type { TokenBucketResult } from '../storage/storage.js';

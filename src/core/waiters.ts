@@ -1,4 +1,4 @@
-// Long-poll wake-ups (CONTRACT §4): a map from address id to the polls and streams held
+// Long-poll wake-ups (docs/api.md §4): a map from address id to the polls and streams held
 // for it. A commit calls wake(addressId); the wake-up itself carries no data (so a lost or
 // duplicated one costs latency, never correctness). What changed is read once per woken
 // address, after the commit, and that one read is shared by all its polls and streams:

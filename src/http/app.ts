@@ -87,7 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onProtoPoisoning: 'ignore', // bodies are stored, never merged into objects: keep them as sent
     onConstructorPoisoning: 'ignore',
     return503OnClosing: false, // answered by the onRequest hook below, in the Error shape
-    // On close, idle keep-alive sockets go at once; requests in flight finish (CONTRACT §9).
+    // On close, idle keep-alive sockets go at once; requests in flight finish (docs/api.md §9).
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     // A request must arrive in time, headers and body: one that never comes, or dribbles,
@@ -101,7 +101,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
     },
     logController: new AccessLog(deps.logger),
-    // Failures answered before any route runs still get the Error shape (CONTRACT §6).
+    // Failures answered before any route runs still get the Error shape (docs/api.md §6).
     frameworkErrors: renderFrameworkError,
     clientErrorHandler: (error: Error & { code?: string }, socket) => {
       if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') metrics.requestsTimedOut.inc();
@@ -110,7 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.decorate('roost', deps);
   limitConnectionsPerPeer(app.server, config.maxConnectionsPerIp, () => metrics.connectionsRefused.inc());
-  // SIGTERM (CONTRACT §9): held polls are answered as shutdown begins, so their sockets turn
+  // SIGTERM (docs/api.md §9): held polls are answered as shutdown begins, so their sockets turn
   // idle only after Node has reaped the idle ones; kept alive, they would hold the close
   // (and the process) for the whole keep-alive timeout. From now on, idle means closed.
   let shuttingDown = false;
@@ -120,7 +120,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     app.server.closeIdleConnections();
   });
   // Requests still arriving on open connections during shutdown get 503 in the Error shape
-  // (Fastify's own return503OnClosing answers in its shape, CONTRACT §6 wants ours).
+  // (Fastify's own return503OnClosing answers in its shape, docs/api.md §6 wants ours).
   // A callback hook, not an async one: it runs on every request, and a promise per request
   // for a flag that is almost always false showed in the ingest profile.
   app.addHook('onRequest', (_request, reply, done) => {
@@ -133,7 +133,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
-  // Bodies are validated strictly (no coercion, no silent removal: CONTRACT §3 wants 400);
+  // Bodies are validated strictly (no coercion, no silent removal: docs/api.md §3 wants 400);
   // query strings arrive as text, are pre-checked as digits, then coerced.
   const bodyAjv = new Ajv({
     coerceTypes: false,

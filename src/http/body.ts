@@ -1,7 +1,7 @@
 // Request bodies. Fastify is told to hand every body over as a Buffer (bounded by the
 // body limit), and each route decodes it here with the contract's rules: JSON only for
 // `application/json` and `application/*+json` (415 otherwise), 400 `invalid_json` for
-// bytes that do not parse. Raw capture (CONTRACT §3.1) keeps the Buffer as it is.
+// bytes that do not parse. Raw capture (docs/api.md §3.1) keeps the Buffer as it is.
 import type { FastifyRequest } from 'fastify';
 import { RoostError } from '../core/errors.js';
 
@@ -27,8 +27,8 @@ export function rawBody(request: FastifyRequest): Buffer {
 
 /**
  * Decodes the JSON body. `optional`: an empty body is `undefined`, and a body without any
- * Content-Type is read as JSON (create-address, CONTRACT §2). Otherwise a JSON media type
- * is required (deliver, CONTRACT §3).
+ * Content-Type is read as JSON (create-address, docs/api.md §2). Otherwise a JSON media type
+ * is required (deliver, docs/api.md §3).
  */
 export function decodeJsonBody(request: FastifyRequest, { optional }: { optional: boolean }): unknown {
   const bytes = rawBody(request);

@@ -1,4 +1,4 @@
-// Who the client is (CONTRACT §9): the address the create rate limit is keyed by.
+// Who the client is (docs/api.md §9): the address the create rate limit is keyed by.
 // Behind proxies the client is the rightmost X-Forwarded-For entry that is not a trusted
 // proxy — the entries left of it are written by the client and prove nothing.
 import { isIPv6 } from 'node:net';

@@ -1,4 +1,4 @@
-// Renders every failure of the REST interface as {"error":{code,message}} (CONTRACT §6):
+// Renders every failure of the REST interface as {"error":{code,message}} (docs/api.md §6):
 // our RoostErrors, Fastify's validation and parsing errors, unknown routes (404), wrong
 // methods (405) and crashes (500 without internals).
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -132,7 +132,7 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
 /**
  * Router failures that Fastify answers before any route, hook or error handler runs (a
  * malformed percent-encoding, a path segment over maxParamLength). Without this they
- * would leave in Fastify's own shape; CONTRACT §6 wants ours.
+ * would leave in Fastify's own shape; docs/api.md §6 wants ours.
  */
 export function renderFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
@@ -153,7 +153,7 @@ export function renderFrameworkError(error: FastifyError, _request: FastifyReque
 /**
  * Requests Node's HTTP parser rejects (unknown methods, bad framing, oversized headers,
  * timeouts) never reach Fastify's routes; they are answered here, on the socket, in the
- * Error shape of CONTRACT §6 — as Node's own handler does, then the connection is closed.
+ * Error shape of docs/api.md §6 — as Node's own handler does, then the connection is closed.
  */
 export function renderClientError(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;

@@ -1,4 +1,4 @@
-// Raw capture (CONTRACT §3.1): `POST {inbox_url}?raw=1` stores what a real webhook sender
+// Raw capture (docs/api.md §3.1): `POST {inbox_url}?raw=1` stores what a real webhook sender
 // (GitHub, Stripe, Slack, Twilio…) posted, whatever its Content-Type, as one event whose
 // `data` keeps the exact bytes (so the reader can check the sender's HMAC signature) next
 // to a readable form of them. The event then takes the one deliver path like any other.
@@ -61,7 +61,7 @@ export function rawCaptureType(query: RawQuery): string | undefined {
   return type;
 }
 
-// Credentials never reach storage (CONTRACT §1, §3.1); hop-by-hop headers describe the
+// Credentials never reach storage (docs/api.md §1, §3.1); hop-by-hop headers describe the
 // connection to us, not the sender's message (RFC 9110 §7.6.1). These go whatever the
 // operator configures; ROOST_RAW_DROP_HEADERS adds the credential-like rest.
 const DROPPED_HEADERS = new Set([
@@ -149,7 +149,7 @@ function readableBody(bytes: Buffer, contentType: string | undefined): unknown {
     try {
       const parsed: unknown = JSON.parse(text);
       // `data` wraps the body two levels deep; deeper JSON than the service stores
-      // (CONTRACT §3) is kept as text instead of refusing the capture.
+      // (docs/api.md §3) is kept as text instead of refusing the capture.
       if (!jsonDepthExceeds(parsed, MAX_JSON_DEPTH - 2)) return parsed;
     } catch {
       /* not JSON after all: keep the text */

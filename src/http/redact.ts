@@ -1,4 +1,4 @@
-// Secrets never reach a log line (CONTRACT §1). Two layers: request URLs are logged as
+// Secrets never reach a log line (docs/api.md §1). Two layers: request URLs are logged as
 // the route that matched them, with secret parameters and credential-like query values
 // cut out; and every finished log line is scrubbed of anything shaped like a secret,
 // wherever it sits (a header echoed in an error, a percent-encoded path, a message).

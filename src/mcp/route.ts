@@ -1,9 +1,9 @@
-// The MCP endpoints in the Fastify app (CONTRACT §7): `POST /mcp` (the service) and
+// The MCP endpoints in the Fastify app (docs/api.md §7): `POST /mcp` (the service) and
 // `POST /mcp/{addressId}` (bound to one address, the `mcp_url` of a creation response),
-// stateless Streamable HTTP — a new server and transport per request (STACK.md) — behind
+// stateless Streamable HTTP — a new server and transport per request — behind
 // an Origin and Host check against DNS rebinding.
 // Protocol-level failures here are JSON-RPC errors, never the REST error shape and never
-// a 5xx for a client's mistake (CONTRACT §6, last paragraph).
+// a 5xx for a client's mistake (docs/api.md §6, last paragraph).
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../core/errors.js';

@@ -1,4 +1,4 @@
-// The zod schemas of the MCP tools (CONTRACT §7). The MCP SDK wants zod, but the wire
+// The zod schemas of the MCP tools (docs/api.md §7). The MCP SDK wants zod, but the wire
 // shapes are written once, in TypeBox (src/schemas.ts): the shared ones are converted
 // from there, so that the tools carry exactly the REST bounds and fields. Only the
 // MCP-specific arguments (address_id, read_token, ack's choice) are written here.
@@ -27,7 +27,7 @@ type JsonSchema = { [key: string]: unknown };
 /**
  * A TypeBox schema as a zod object, with two string formats turned into descriptions:
  * - `email`: zod and the SDK client's Ajv both read it as "needs a dotted domain", which
- *   the default mail domain (`localhost`, CONTRACT §1) is not; the client would then
+ *   the default mail domain (`localhost`, docs/api.md §1) is not; the client would then
  *   reject a correct result;
  * - `date-time`: zod spells it out as a 600-character pattern in every tool listing,
  *   context an LLM client pays for on each turn.

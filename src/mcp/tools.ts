@@ -1,4 +1,4 @@
-// The MCP tools (CONTRACT §7): each one is a thin call of a core operation in
+// The MCP tools (docs/api.md §7): each one is a thin call of a core operation in
 // core/service.ts — the same ones the REST routes call — plus its description, argument
 // and result schemas, annotations and text rendering. No second implementation.
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
@@ -36,7 +36,7 @@ export interface ToolContext {
   boundAddressId?: string;
   /** The request's Authorization header, as sent. */
   authorization?: string;
-  /** The client's address, for the provisioning rate limit (CONTRACT §9). */
+  /** The client's address, for the provisioning rate limit (docs/api.md §9). */
   clientIp: string;
 }
 
@@ -52,7 +52,7 @@ export interface RoostTool<Input extends z.ZodObject = z.ZodObject> {
   input: Input;
   output: z.ZodObject;
   annotations: ToolAnnotations;
-  /** Runs before the arguments are even read: every create call takes a token, valid or not (CONTRACT §9). */
+  /** Runs before the arguments are even read: every create call takes a token, valid or not (docs/api.md §9). */
   admit?(context: ToolContext): Promise<void>;
   /** `signal` fires when the client goes away or cancels; long-polls let go then. */
   run(args: z.infer<Input>, context: ToolContext, signal: AbortSignal): Promise<ToolOutcome>;
@@ -67,7 +67,7 @@ interface AddressArguments {
 
 /**
  * The address a call is about and the token to present for it. The token is the bearer
- * header or the read_token argument; both given must agree (CONTRACT §7).
+ * header or the read_token argument; both given must agree (docs/api.md §7).
  */
 async function resolveTarget(
   context: ToolContext,
@@ -81,7 +81,7 @@ async function resolveTarget(
   if (addressId === undefined) throw invalidRequest('Missing required argument "address_id".');
   const header = bearerToken(context.authorization);
   if (header !== undefined && args.read_token !== undefined && header !== args.read_token) {
-    // CONTRACT §5's order still holds: an unknown address answers 404 before any 401.
+    // docs/api.md §5's order still holds: an unknown address answers 404 before any 401.
     try {
       await context.service.authenticate(addressId, undefined);
     } catch (error) {

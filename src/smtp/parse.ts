@@ -1,4 +1,4 @@
-// A raw RFC 5322 message → the `data` of an `email.received` event (CONTRACT §8), its dedupe
+// A raw RFC 5322 message → the `data` of an `email.received` event (docs/api.md §8), its dedupe
 // key and the parts stored beside the event (attachment bytes). Parsing is lenient: mail is
 // what senders make of it, and a message the parser cannot make sense of is still queued
 // (with `parse_error`), never dropped. Every part of the event is bounded (docs/email.md
@@ -75,7 +75,7 @@ export interface EmailData {
 
 export interface ParsedEmail {
   data: EmailData;
-  /** Message-ID when usable as a key, else sha256:<hex of the raw message> (CONTRACT §8). */
+  /** Message-ID when usable as a key, else sha256:<hex of the raw message> (docs/api.md §8). */
   dedupeKey: string;
   /** The bytes of data.attachments, in the same order. */
   attachmentBytes: Buffer[];

@@ -1,4 +1,4 @@
-// Inbound email (CONTRACT §8): an SMTP server for ROOST_MAIL_DOMAIN that accepts mail for
+// Inbound email (docs/api.md §8): an SMTP server for ROOST_MAIL_DOMAIN that accepts mail for
 // live return addresses and hands each message to the core's one `deliver` path — one
 // `email.received` event per recipient address. It is a final destination, never a relay:
 // no AUTH, no other domains. 250 is answered only after every event is committed. The
@@ -27,7 +27,7 @@ const EMAIL_WORKERS = 2;
 export interface SmtpOptions {
   /**
    * Listen on this port instead of config.smtpPort. 0 here means "any free port" — which
-   * ROOST_SMTP_PORT=0 cannot say, because there 0 disables SMTP (CONTRACT §8). For tests.
+   * ROOST_SMTP_PORT=0 cannot say, because there 0 disables SMTP (docs/api.md §8). For tests.
    */
   port?: number;
   /** DNS for SPF/DKIM/DMARC; tests inject one so that they run offline. */
@@ -108,7 +108,7 @@ export async function startSmtpServer(
     }
     // Unknown, deleted, expired and foreign recipients get one and the same answer: no relaying.
     if (!record) throw reply(550, 'No such mailbox here');
-    // CONTRACT §8: a full queue is a temporary refusal; the sender retries this recipient later.
+    // docs/api.md §8: a full queue is a temporary refusal; the sender retries this recipient later.
     if (!room) throw reply(452, 'Mailbox full: the return address holds 1000 unacknowledged events');
   }
 
@@ -154,7 +154,7 @@ export async function startSmtpServer(
             dataFor: (eventId) =>
               emailEventData(content, length, `${config.baseUrl}/api/v1/addresses/${addressId}/events/${eventId}`),
             parts: content.parts,
-            // CONTRACT §8: a retried transaction carries the same key and queues nothing new.
+            // docs/api.md §8: a retried transaction carries the same key and queues nothing new.
             dedupe_key: content.dedupeKey,
             metadata: {
               envelope_from: mailFrom,

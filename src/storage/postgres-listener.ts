@@ -34,7 +34,7 @@ export const LISTENER_HEARTBEAT: ListenerHeartbeat = { everyMs: 30_000, timeoutM
  * One connection per instance, outside the pool, that LISTENs on the wake channel. When it
  * is lost (database restart, pg_terminate_backend, network) it reconnects with backoff; once
  * back it reports ANY_ADDRESS, because notifications sent while it was away are lost and
- * every local waiter must re-read (a lost wake-up costs latency only, DESIGN "Long-poll").
+ * every local waiter must re-read (a lost wake-up costs latency only: a wake-up carries no data).
  */
 export class WakeListener {
   private client: pg.Client | undefined;

@@ -4,10 +4,10 @@
 //
 // Types, and why:
 // - times are bigint milliseconds since the epoch (the Storage interface speaks ms);
-// - `data` and `metadata` are TEXT, not jsonb: CONTRACT §3 wants `data` back with its keys
+// - `data` and `metadata` are TEXT, not jsonb: docs/api.md §3 wants `data` back with its keys
 //   in the order they were delivered, which jsonb normalises away;
 // - `last_sequence` lives on the address row: the append transaction bumps it under the
-//   row lock, so sequences are gapless per address and never reused (CONTRACT §3).
+//   row lock, so sequences are gapless per address and never reused (docs/api.md §3).
 
 export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   {
@@ -24,7 +24,7 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
         expires_at            bigint,
         read_token_digest     text NOT NULL,
         ingress_secret_digest text NOT NULL,
-        -- The highest sequence ever given out here: sequences are never reused (CONTRACT §3).
+        -- The highest sequence ever given out here: sequences are never reused (docs/api.md §3).
         last_sequence         bigint NOT NULL DEFAULT 0
       );
       CREATE INDEX addresses_expiry ON addresses (expires_at) WHERE expires_at IS NOT NULL;

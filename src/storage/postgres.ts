@@ -10,7 +10,7 @@
 //   NOTIFY inside their transaction. Each instance keeps one LISTEN connection, outside
 //   the pool, that feeds onExternalChange so that polls held anywhere wake;
 // - the create rate-limit bucket is a row, taken under its row lock, so all instances
-//   share one bucket per client (CONTRACT §9);
+//   share one bucket per client (docs/api.md §9);
 // - purges run on one instance at a time (a session advisory lock; others skip).
 // Connection failures become 503 `unavailable`; the pool and the listener reconnect on
 // their own, so a database restart is survived without restarting Roost.
@@ -210,7 +210,7 @@ const SQL = {
     WHERE address_id = $1
       AND sequence IN (SELECT sequence FROM sized WHERE n <= $4 AND (n = 1 OR running <= $5))
     ORDER BY sequence`,
-  // COALESCE keeps the first acknowledged_at (CONTRACT §4: acknowledging again is a no-op).
+  // COALESCE keeps the first acknowledged_at (docs/api.md §4: acknowledging again is a no-op).
   ack: `
     UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $3)
     WHERE id = $2 AND address_id = $1
@@ -617,7 +617,7 @@ export class PostgresStorage implements Storage {
       } catch (error) {
         // The row lock already serialises appends to one address, so the key's unique
         // index should never fire; if it does, the other writer won: run again to return
-        // its event as the duplicate (CONTRACT §3: exactly one 202 per key).
+        // its event as the duplicate (docs/api.md §3: exactly one 202 per key).
         if (attempt < 3 && isUniqueViolation(error, 'events_by_dedupe_key')) continue;
         throw error;
       }
@@ -651,7 +651,7 @@ export class PostgresStorage implements Storage {
         statement(SQL.occupancy, [input.addressId]),
       );
       if (rows[0].held >= capacity) {
-        // CONTRACT §3: make room by dropping the oldest acknowledged event, never an unacknowledged one.
+        // docs/api.md §3: make room by dropping the oldest acknowledged event, never an unacknowledged one.
         if (rows[0].oldest_acknowledged === null) return { rollback: { status: 'queue_full' } };
         const evicted = await db.query<{ size_bytes: string }>(statement(SQL.evict, [rows[0].oldest_acknowledged]));
         freed += Number(evicted.rows[0]?.size_bytes ?? 0);

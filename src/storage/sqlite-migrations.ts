@@ -23,7 +23,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
         expires_at            INTEGER,
         read_token_digest     TEXT NOT NULL,
         ingress_secret_digest TEXT NOT NULL,
-        -- The highest sequence ever given out here: sequences are never reused (CONTRACT §3).
+        -- The highest sequence ever given out here: sequences are never reused (docs/api.md §3).
         last_sequence         INTEGER NOT NULL DEFAULT 0
       );
       CREATE INDEX addresses_expiry ON addresses (expires_at) WHERE expires_at IS NOT NULL;

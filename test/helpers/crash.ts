@@ -1,4 +1,4 @@
-// The crash scenario shared by both engines' crash tests (CONTRACT §3: "a 202 means the
+// The crash scenario shared by both engines' crash tests (docs/api.md §3: "a 202 means the
 // event is durable"): senders stream keyed deliveries into a server process until it is
 // killed with SIGKILL; after a restart on the same database, every 202 must be there.
 import assert from 'node:assert/strict';

@@ -29,7 +29,7 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
       body: CreateAddressSchema,
       response: { 201: CreateAddressResponseSchema, ...errorResponses(400, 413, 415, 429) },
     },
-    // Every create request takes a token, valid or not, before its body is even read (CONTRACT §9).
+    // Every create request takes a token, valid or not, before its body is even read (docs/api.md §9).
     onRequest: async (request, reply) => {
       const bucket = await service.takeCreateToken(clientKey(request.ip));
       reply.header('RateLimit-Limit', app.roost.config.createRate.limit);
@@ -49,7 +49,7 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
     },
     preValidation: async (request) => {
       const body = decodeJsonBody(request, { optional: true });
-      // No body at all is the same as {} (CONTRACT §2); an explicit null is not an object.
+      // No body at all is the same as {} (docs/api.md §2); an explicit null is not an object.
       request.body = (body === undefined ? {} : body) as CreateAddress;
     },
     handler: async (request, reply) => {

@@ -32,7 +32,7 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
         querystring: ListEventsQuerySchema,
         response: { 200: EventPageSchema, ...errorResponses(400, 401, 404, 429) },
       },
-      // CONTRACT §4: decimal digits only — no sign, fraction, exponent, blank or repeat —
+      // docs/api.md §4: decimal digits only — no sign, fraction, exponent, blank or repeat —
       // checked on the raw text, before the validator coerces it to a number.
       preValidation: async (request) => {
         const query = request.query as Record<string, unknown>;

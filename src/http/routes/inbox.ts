@@ -1,5 +1,5 @@
 // POST /api/v1/inbox/{addressId}/{secret}: the write-only inbox that remote services call.
-// A CreateEvent JSON body (CONTRACT §3), or with ?raw=1 any body as sent (§3.1).
+// A CreateEvent JSON body (docs/api.md §3), or with ?raw=1 any body as sent (§3.1).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
@@ -80,7 +80,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
       attachValidation: true,
       // A callback hook (not async): one promise fewer on the hottest route.
       preValidation: (request, _reply, done) => {
-        // Raw capture keeps the bytes as they came (CONTRACT §3.1): no JSON decoding.
+        // Raw capture keeps the bytes as they came (docs/api.md §3.1): no JSON decoding.
         if (wantsRaw(request.query)) return done();
         try {
           request.body = decodeJsonBody(request, { optional: false }) as DeliveryInput;

@@ -1,4 +1,4 @@
-// Operations endpoints (CONTRACT §9): liveness, readiness, Prometheus metrics, OpenAPI.
+// Operations endpoints (docs/api.md §9): liveness, readiness, Prometheus metrics, OpenAPI.
 import type { FastifyInstance } from 'fastify';
 import { unavailable } from '../../core/errors.js';
 import { sendError } from '../errors.js';

@@ -1,4 +1,4 @@
-// GET /api/v1/addresses/{id}/events/stream: the queue as Server-Sent Events (CONTRACT §4.1).
+// GET /api/v1/addresses/{id}/events/stream: the queue as Server-Sent Events (docs/api.md §4.1).
 // The service authenticates, subscribes to the long-poll's wake-ups and reads; this module
 // frames what it reads as SSE, keeps the connection alive and frees everything when the
 // stream ends (client gone, address gone, shutdown).
@@ -13,7 +13,7 @@ import type { SharedRead } from '../../core/waiters.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
 
-/** CONTRACT §4.1 asks for a comment at least every 15 s; 10 s leaves room for timer drift. */
+/** docs/api.md §4.1 asks for a comment at least every 15 s; 10 s leaves room for timer drift. */
 export const HEARTBEAT_MS = 10_000;
 /** The replay pages through storage in batches of the largest page size (and a page's bytes at most). */
 const BATCH = LIMIT_MAX;
@@ -159,7 +159,7 @@ class SseStream {
     });
   }
 
-  /** The address ends the stream when it expires (CONTRACT §2: from expiresAt it is gone). */
+  /** The address ends the stream when it expires (docs/api.md §2: from expiresAt it is gone). */
   private armExpiry(): void {
     const remaining = this.handle.expiresInMs();
     if (remaining === null || this.ended) return;
@@ -213,7 +213,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           ...errorResponses(400, 401, 404, 429),
         },
       },
-      // Digits only, as on the events URL (CONTRACT §4), checked before coercion.
+      // Digits only, as on the events URL (docs/api.md §4), checked before coercion.
       preValidation: async (request) => {
         const after = (request.query as Record<string, unknown>).after;
         if (after !== undefined && (typeof after !== 'string' || !DIGITS.test(after))) {
