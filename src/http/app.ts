@@ -20,6 +20,7 @@ import { installErrorHandling, renderClientError, renderFrameworkError } from '.
 import { addressRoutes } from './routes/addresses.js';
 import { eventRoutes } from './routes/events.js';
 import { inboxRoutes } from './routes/inbox.js';
+import { inspectRoutes } from './routes/inspect.js';
 import { opsRoutes } from './routes/ops.js';
 import { streamRoutes } from './routes/stream.js';
 import { llmsRoutes } from './routes/llms.js';
@@ -169,5 +170,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(opsRoutes);
   await app.register(mcpRoutes);
   await app.register(llmsRoutes);
+  await app.register(inspectRoutes);
   return app;
 }
