@@ -64,7 +64,9 @@ export function AddressHeader({ address, inboxUrl, readOnly, state, onDelete, on
           )}
         </dd>
         <dt>Expires</dt>
-        <dd>{address.expiresAt ? <time dateTime={address.expiresAt}>{formatTime(address.expiresAt)}</time> : 'never'}</dd>
+        <dd>
+          {address.expiresAt ? <time dateTime={address.expiresAt}>{formatTime(address.expiresAt)}</time> : 'never'}
+        </dd>
         {address.taskId !== undefined && (
           <>
             <dt>Task</dt>

@@ -29,8 +29,7 @@ export async function apiCall<T>(path: string, token: string, init: RequestInit 
   }
   if (response.status === 204) return undefined as T;
   const body = (await response.json().catch(() => undefined)) as
-    | (T & { error?: { code?: string; message?: string } })
-    | undefined;
+    (T & { error?: { code?: string; message?: string } }) | undefined;
   if (!response.ok) {
     const error = body?.error;
     throw new ApiError(

@@ -177,7 +177,10 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
           <div class="filters">
             <label>
               Type{' '}
-              <select value={typeFilter} onChange={(event) => setTypeFilter((event.currentTarget as HTMLSelectElement).value)}>
+              <select
+                value={typeFilter}
+                onChange={(event) => setTypeFilter((event.currentTarget as HTMLSelectElement).value)}
+              >
                 <option value="">all types</option>
                 {types.map((type) => (
                   <option key={type} value={type}>

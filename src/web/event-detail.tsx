@@ -44,7 +44,12 @@ export function EventDetail({ event, readOnly, inboxUrl, onAck, onAckUpTo, onClo
       <div class="actions">
         {!readOnly && (
           <>
-            <button type="button" data-action="ack" disabled={busy || !!event.acknowledged_at} onClick={() => void act(onAck)}>
+            <button
+              type="button"
+              data-action="ack"
+              disabled={busy || !!event.acknowledged_at}
+              onClick={() => void act(onAck)}
+            >
               {event.acknowledged_at ? 'Acknowledged' : 'Acknowledge'}
             </button>
             <button type="button" data-action="ack-up-to" disabled={busy} onClick={() => void act(onAckUpTo)}>

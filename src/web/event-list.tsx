@@ -10,7 +10,8 @@ interface Props {
 }
 
 function moveFocus(event: KeyboardEvent): void {
-  const step = event.key === 'ArrowDown' || event.key === 'j' ? 1 : event.key === 'ArrowUp' || event.key === 'k' ? -1 : 0;
+  const step =
+    event.key === 'ArrowDown' || event.key === 'j' ? 1 : event.key === 'ArrowUp' || event.key === 'k' ? -1 : 0;
   if (step === 0) return;
   const buttons = Array.from((event.currentTarget as HTMLElement).querySelectorAll<HTMLButtonElement>('button.event'));
   const index = buttons.indexOf(document.activeElement as HTMLButtonElement);

@@ -54,7 +54,15 @@ function JsonNode({ value, depth, name }: { value: unknown; depth: number; name?
   );
 }
 
-function Children({ entries, depth, quoteKeys }: { entries: Array<[string, unknown]>; depth: number; quoteKeys: boolean }) {
+function Children({
+  entries,
+  depth,
+  quoteKeys,
+}: {
+  entries: Array<[string, unknown]>;
+  depth: number;
+  quoteKeys: boolean;
+}) {
   const [all, setAll] = useState(false);
   const shown = all ? entries : entries.slice(0, FIRST_ITEMS);
   return (

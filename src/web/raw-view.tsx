@@ -24,7 +24,11 @@ export function RawView({ raw }: { raw: RawCapture }) {
         </tbody>
       </table>
       <h3>Body ({formatBytes(bytes.length)})</h3>
-      {raw.body !== null && typeof raw.body === 'object' ? <JsonView value={raw.body} /> : <pre class="text-body">{text}</pre>}
+      {raw.body !== null && typeof raw.body === 'object' ? (
+        <JsonView value={raw.body} />
+      ) : (
+        <pre class="text-body">{text}</pre>
+      )}
       <h3>Exact bytes (hex)</h3>
       <pre class="hex">{hexDump(bytes, allHex ? bytes.length : HEX_FIRST_BYTES)}</pre>
       {!allHex && bytes.length > HEX_FIRST_BYTES && (

@@ -22,8 +22,8 @@ export function TokenForm({ addressId, problem, onCredentials }: Props) {
     <form class="token-form" onSubmit={submit}>
       <h1>Roost inspector</h1>
       <p>
-        Address <span class="mono">{addressId}</span>. Paste its read token, a view token, or the whole creation response.
-        It stays in this tab only.
+        Address <span class="mono">{addressId}</span>. Paste its read token, a view token, or the whole creation
+        response. It stays in this tab only.
       </p>
       {error && (
         <p class="error" role="alert">
