@@ -5,10 +5,9 @@
 // screenshots that docs/inspector.md shows (written there with ROOST_TEST_SCREENSHOTS=docs).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
@@ -16,7 +15,6 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import nodemailer, { type SendMailOptions } from 'nodemailer';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { INSPECTOR_CSP } from '../src/http/routes/inspect.js';
-import { eventually } from './helpers/engines.js';
 import { createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
 import { ENGINES, engineSkipReason, startTestServer, type TestServer } from './helpers/server.js';
 
@@ -26,10 +24,9 @@ const browserSkip =
   !existsSync(CHROMIUM) && process.env.CI !== 'true'
     ? `skipped: ${CHROMIUM} is missing (apt-get install -y --no-install-recommends chromium)`
     : false;
+/** Where screenshots go: docs/inspector/ on request; otherwise they are taken and dropped. */
 const SCREENSHOT_DIR =
-  process.env.ROOST_TEST_SCREENSHOTS === 'docs'
-    ? join(import.meta.dirname, '..', 'docs', 'inspector')
-    : mkdtempSync(join(tmpdir(), 'roost-inspector-shots-'));
+  process.env.ROOST_TEST_SCREENSHOTS === 'docs' ? join(import.meta.dirname, '..', 'docs', 'inspector') : undefined;
 const DESKTOP = { width: 1280, height: 860 };
 const PHONE = { width: 390, height: 844 };
 /** Generous: a live event shows well within a second; this bound only catches "never". */
@@ -89,9 +86,10 @@ async function sendMail(server: TestServer, to: string, mail: SendMailOptions): 
   transport.close();
 }
 
-async function shoot(page: Page, name: string): Promise<void> {
-  mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: false });
+async function shoot(page: Page, name: string, fullPage = false): Promise<void> {
+  if (SCREENSHOT_DIR) mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const image = await page.screenshot({ path: SCREENSHOT_DIR && join(SCREENSHOT_DIR, `${name}.png`), fullPage });
+  assert.ok(image.length > 0);
 }
 
 describe('the inspector page is served with its safety headers and a small fingerprinted bundle', () => {
@@ -269,7 +267,7 @@ for (const engine of ENGINES) {
       const frame = page.frameLocator('iframe.email-html');
       assert.equal(await frame.locator('h1').textContent(), 'Build 42 passed');
       assert.equal(await page.$('[data-action="curl"]'), null, 'mail is not an HTTP request');
-      await shoot(page, 'desktop-email');
+      await shoot(page, 'desktop-email', true);
     });
 
     it('acknowledges one event, then everything up to a later one', async () => {

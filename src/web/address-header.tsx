@@ -19,8 +19,8 @@ interface Props {
   inboxUrl?: string;
   readOnly: boolean;
   state: StreamState;
-  onDelete(): Promise<void>;
-  onForget(): void;
+  onDelete: () => Promise<void>;
+  onForget: () => void;
 }
 
 /** The inbox URL with its secret hidden: anyone who sees it can deliver. */

@@ -50,7 +50,7 @@ function matches(event: RoostEvent, needle: string): boolean {
 interface InspectorProps {
   addressId: string;
   credentials: Credentials;
-  onForget(why?: string): void;
+  onForget: (why?: string) => void;
 }
 
 function Inspector({ addressId, credentials, onForget }: InspectorProps) {
@@ -177,10 +177,7 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
           <div class="filters">
             <label>
               Type{' '}
-              <select
-                value={typeFilter}
-                onChange={(event) => setTypeFilter((event.currentTarget as HTMLSelectElement).value)}
-              >
+              <select value={typeFilter} onChange={(event) => setTypeFilter(event.currentTarget.value)}>
                 <option value="">all types</option>
                 {types.map((type) => (
                   <option key={type} value={type}>
@@ -195,7 +192,7 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
                 type="search"
                 value={search}
                 placeholder="in loaded events"
-                onInput={(event) => setSearch((event.currentTarget as HTMLInputElement).value)}
+                onInput={(event) => setSearch(event.currentTarget.value)}
               />
             </label>
             <span class="muted count">

@@ -21,7 +21,7 @@ export interface EmailData {
 
 export function asEmail(data: unknown, source: string): EmailData | undefined {
   if (source !== 'email' || !data || typeof data !== 'object') return undefined;
-  return data as EmailData;
+  return data;
 }
 
 /**

@@ -12,9 +12,9 @@ interface Props {
   event: RoostEvent;
   readOnly: boolean;
   inboxUrl?: string;
-  onAck(event: RoostEvent): Promise<void>;
-  onAckUpTo(event: RoostEvent): Promise<void>;
-  onClose(): void;
+  onAck: (event: RoostEvent) => Promise<void>;
+  onAckUpTo: (event: RoostEvent) => Promise<void>;
+  onClose: () => void;
 }
 
 export function EventDetail({ event, readOnly, inboxUrl, onAck, onAckUpTo, onClose }: Props) {
@@ -35,7 +35,7 @@ export function EventDetail({ event, readOnly, inboxUrl, onAck, onAckUpTo, onClo
     <article class="detail" aria-label={`Event ${event.sequence}`} data-detail-sequence={event.sequence}>
       <header class="detail-head">
         <h2>
-          #{event.sequence} <span class="type">{visible(event.type, 200)}</span>
+          #{event.sequence} <span class="type">{visible(event.type, 80)}</span>
         </h2>
         <button type="button" class="small" onClick={onClose} aria-label="Close the event">
           Close
@@ -74,7 +74,7 @@ export function EventDetail({ event, readOnly, inboxUrl, onAck, onAckUpTo, onClo
         <dt>Id</dt>
         <dd class="mono">{event.id}</dd>
         <dt>Type</dt>
-        <dd class="wrap">{visible(event.type, 20_000)}</dd>
+        <dd class="wrap">{visible(event.type, 2000)}</dd>
         <dt>Source</dt>
         <dd>{visible(event.source, 500)}</dd>
         <dt>Received</dt>

@@ -6,7 +6,7 @@ import { eventSize, formatBytes, formatTime, visible } from './format';
 interface Props {
   events: RoostEvent[];
   selected?: number;
-  onSelect(sequence: number): void;
+  onSelect: (sequence: number) => void;
 }
 
 function moveFocus(event: KeyboardEvent): void {

@@ -10,8 +10,8 @@ export type StreamState = 'connecting' | 'live' | 'reconnecting' | 'gone' | 'una
 export interface FollowOptions {
   addressId: string;
   token: string;
-  onEvents(events: RoostEvent[]): void;
-  onState(state: StreamState): void;
+  onEvents: (events: RoostEvent[]) => void;
+  onState: (state: StreamState) => void;
 }
 
 /** The server comments at least every 15 s (CONTRACT §4.1): silence past this is a dead link. */

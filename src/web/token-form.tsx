@@ -6,7 +6,7 @@ import type { Credentials } from './types';
 interface Props {
   addressId: string;
   problem?: string;
-  onCredentials(credentials: Credentials): void;
+  onCredentials: (credentials: Credentials) => void;
 }
 
 export function TokenForm({ addressId, problem, onCredentials }: Props) {
@@ -38,7 +38,7 @@ export function TokenForm({ addressId, problem, onCredentials }: Props) {
         autocomplete="off"
         spellcheck={false}
         value={input}
-        onInput={(event) => setInput((event.currentTarget as HTMLTextAreaElement).value)}
+        onInput={(event) => setInput(event.currentTarget.value)}
       />
       <button type="submit">Open</button>
     </form>

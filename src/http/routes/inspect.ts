@@ -73,7 +73,10 @@ function loadBuiltPage(): { html: string; assets: Map<string, Asset> } | undefin
   if (!existsSync(manifestUrl)) return undefined;
   const manifest = JSON.parse(readFileSync(manifestUrl, 'utf8')) as Manifest;
   const assets = new Map<string, Asset>([
-    [manifest.script, { body: readFileSync(new URL(manifest.script, WEB_DIR)), type: 'text/javascript; charset=utf-8' }],
+    [
+      manifest.script,
+      { body: readFileSync(new URL(manifest.script, WEB_DIR)), type: 'text/javascript; charset=utf-8' },
+    ],
     [manifest.style, { body: readFileSync(new URL(manifest.style, WEB_DIR)), type: 'text/css; charset=utf-8' }],
   ]);
   return { html: pageHtml(manifest), assets };
