@@ -88,7 +88,7 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
       onState(next) {
         setState(next);
         if (next === 'unauthorized') onForget('That token may not read this address.');
-        if (next === 'gone') setEnded('This return address is gone: it was deleted or has expired.');
+        if (next === 'gone') setEnded((said) => said ?? 'This return address is gone: it was deleted or has expired.');
       },
     });
     return () => {
