@@ -17,8 +17,6 @@ export interface FollowOptions {
 /** The server comments at least every 15 s (CONTRACT §4.1): silence past this is a dead link. */
 const SILENCE_MS = 35_000;
 const BACKOFF_MAX_MS = 10_000;
-/** Events arriving together (the replay) are handed over in batches, not one render each. */
-const BATCH_MS = 50;
 
 /** Starts following; the returned function stops it. */
 export function followEvents(options: FollowOptions): () => void {
@@ -30,10 +28,9 @@ export function followEvents(options: FollowOptions): () => void {
 async function run(options: FollowOptions, stopped: AbortSignal): Promise<void> {
   let after = 0;
   let backoff = 500;
+  // Events that arrive in one read (the replay: hundreds) are handed over together, one render.
   let pending: RoostEvent[] = [];
-  let flushTimer: number | undefined;
   const flush = () => {
-    flushTimer = undefined;
     const batch = pending;
     pending = [];
     if (batch.length > 0 && !stopped.aborted) options.onEvents(batch);
@@ -71,7 +68,6 @@ async function run(options: FollowOptions, stopped: AbortSignal): Promise<void> 
             if (event.sequence <= after) return;
             after = event.sequence;
             pending.push(event);
-            flushTimer ??= window.setTimeout(flush, BATCH_MS);
           },
           onComment: heard,
         });
@@ -81,6 +77,7 @@ async function run(options: FollowOptions, stopped: AbortSignal): Promise<void> 
           if (done) break;
           heard();
           parser.feed(value);
+          flush();
         }
       }
     } catch {
