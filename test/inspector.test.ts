@@ -167,6 +167,7 @@ for (const engine of ENGINES) {
       });
       browser = await launch();
       context = await browser.newContext({ viewport: DESKTOP, colorScheme: 'light' });
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
       page = await context.newPage();
       seen = watch(page);
       address = await createAddress(server.url, { name: 'Deploy callbacks', expires_in_seconds: 86_400 });
@@ -191,6 +192,11 @@ for (const engine of ENGINES) {
       await page.click('button:has-text("Reveal")');
       assert.equal(await page.textContent('[data-inbox]'), address.inbox);
       await page.click('button:has-text("Hide")');
+      const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
+      await page.click('.address dd:has([data-inbox]) button:has-text("Copy")');
+      assert.equal(await clipboard(), address.inbox);
+      await page.click(`.address dd:has-text("${address.email}") button:has-text("Copy")`);
+      assert.equal(await clipboard(), address.email);
     });
 
     it('shows an event delivered over HTTP without a reload, with its fields', async () => {
