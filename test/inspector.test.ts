@@ -562,7 +562,7 @@ describe('hostile payloads in an inspector neither run nor break the layout', { 
     const elsewhere = seen.loaded.filter((url) => !url.startsWith(`${server.url}/`) && !url.startsWith('data:'));
     assert.deepEqual(elsewhere, []);
     await page.setViewportSize(DESKTOP);
-    await page.click('[data-sequence="2"] button');
+    await page.click('[data-sequence="1"] button');
     await shoot(page, 'desktop-hostile');
     await context.close();
   });

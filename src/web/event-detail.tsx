@@ -74,7 +74,7 @@ export function EventDetail({ event, readOnly, inboxUrl, onAck, onAckUpTo, onClo
         <dt>Id</dt>
         <dd class="mono">{event.id}</dd>
         <dt>Type</dt>
-        <dd class="wrap">{visible(event.type, 2000)}</dd>
+        <dd class="wrap">{visible(event.type, 500)}</dd>
         <dt>Source</dt>
         <dd>{visible(event.source, 500)}</dd>
         <dt>Received</dt>
