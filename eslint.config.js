@@ -44,4 +44,6 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.js'], extends: [tseslint.configs.disableTypeChecked] },
+  // Build scripts run on Node; src/web runs in the browser (TypeScript, whose lib checks its globals).
+  { files: ['scripts/**/*.js'], languageOptions: { globals: { console: 'readonly', process: 'readonly' } } },
 );

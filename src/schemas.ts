@@ -62,6 +62,11 @@ export const CreateAddressResponseSchema = Type.Object(
         inbox_url: Type.String({ format: 'uri', description: 'Secret-bearing, write-only: give it to the sender.' }),
         events_url: Type.String({ format: 'uri', description: 'The ordered queue; read with the bearer token.' }),
         mcp_url: Type.String({ format: 'uri', description: 'Streamable HTTP MCP server bound to this address.' }),
+        inspect_url: Type.String({
+          format: 'uri',
+          description:
+            'The inspector page, to watch the events in a browser; the token goes in its fragment (#token=…) or its form.',
+        }),
       },
       { additionalProperties: false },
     ),

@@ -58,6 +58,7 @@ await forEachEngine('create a return address', (server) => {
     );
     assert.equal(endpoints.events_url, `${base}/api/v1/addresses/${address.id}/events`);
     assert.equal(endpoints.mcp_url, `${base}/mcp/${address.id}`);
+    assert.equal(endpoints.inspect_url, `${base}/inspect/${address.id}`);
     assert.equal(res.headers.get('location'), `/api/v1/addresses/${address.id}`);
     assert.equal(res.headers.get('cache-control'), 'no-store');
     for (const header of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'])

@@ -127,6 +127,8 @@ describe('MCP tools', () => {
     assert.ok(created.address.expiresAt);
     assert.match(created.credentials.read_token, /^roost_read_/);
     assert.equal(created.endpoints.mcp_url, `${server.config.baseUrl}/mcp/${created.address.id}`);
+    assert.equal(created.endpoints.inspect_url, `${server.config.baseUrl}/inspect/${created.address.id}`);
+    assert.match(text(result), /inspect_url/);
     const rest = await request(server.url, 'GET', `/api/v1/addresses/${created.address.id}`, {
       token: created.credentials.read_token,
     });

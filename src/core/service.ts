@@ -299,6 +299,7 @@ export class RoostService {
           inbox_url: `${base}/api/v1/inbox/${id}/${ingressSecret}`,
           events_url: `${base}/api/v1/addresses/${id}/events`,
           mcp_url: `${base}/mcp/${id}`,
+          inspect_url: `${base}/inspect/${id}`,
         },
       };
     }

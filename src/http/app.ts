@@ -24,6 +24,7 @@ import { credentialRoutes } from './routes/credentials.js';
 import { emailPartRoutes } from './routes/email-parts.js';
 import { eventRoutes } from './routes/events.js';
 import { inboxRoutes } from './routes/inbox.js';
+import { inspectRoutes } from './routes/inspect.js';
 import { opsRoutes } from './routes/ops.js';
 import { streamRoutes } from './routes/stream.js';
 import { llmsRoutes } from './routes/llms.js';
@@ -188,5 +189,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(opsRoutes);
   await app.register(mcpRoutes);
   await app.register(llmsRoutes);
+  await app.register(inspectRoutes);
   return app;
 }

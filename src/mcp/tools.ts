@@ -130,7 +130,7 @@ const createTool = defineTool({
     const created = await context.service.createAddress(args);
     return {
       structured: created,
-      text: `Return address ${created.address.id} created. Store this whole result now: the read token cannot be shown again.\n${json(created)}`,
+      text: `Return address ${created.address.id} created. Store this whole result now: the read token cannot be shown again. A person can watch its events in a browser at endpoints.inspect_url + "#token=" + the token.\n${json(created)}`,
     };
   },
 });

@@ -17,7 +17,8 @@ export function llmsText(base: string): string {
    curl -s -X POST ${base}/api/v1/addresses -H 'content-type: application/json' \\
      -d '{"name":"deploy callback","task_id":"task-42","expires_in_seconds":86400}'
    -> address.id (addr_...), address.email, credentials.read_token (roost_read_...),
-      endpoints.inbox_url (secret, write-only), endpoints.events_url, endpoints.mcp_url
+      endpoints.inbox_url (secret, write-only), endpoints.events_url, endpoints.mcp_url,
+      endpoints.inspect_url (a page for people: give them inspect_url#token=<token>)
 2. Give endpoints.inbox_url (or address.email) to the remote service as its callback.
    Senders POST JSON {"type","source","data","metadata","dedupe_key"}, optionally with an
    Idempotency-Key header; a repeat returns the first event with "duplicate": true.

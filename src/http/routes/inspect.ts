@@ -1,0 +1,107 @@
+// GET /inspect/{addressId}: the inspector page, where a person watches an address's events
+// in a browser, and GET /assets/{file}: its script and stylesheet, built from src/web into
+// dist/web by `npm run build`. The page is the same static shell for every address (it reads
+// the id from its own URL and the token from its fragment or form), so nothing sent to the
+// server is ever reflected into it. Every byte it shows comes from strangers: the headers
+// below keep it from running anything but its own script.
+import { existsSync, readFileSync } from 'node:fs';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { RoostError } from '../../core/errors.js';
+
+/** dist/web, from src/http/routes (tests through tsx) as from dist/http/routes (the build). */
+const WEB_DIR = new URL('../../../dist/web/', import.meta.url);
+
+interface Manifest {
+  script: string;
+  style: string;
+}
+
+interface Asset {
+  body: Buffer;
+  type: string;
+}
+
+/**
+ * `style-src 'unsafe-inline'` is for the HTML of an email, shown in a sandboxed srcdoc frame
+ * that inherits this policy: its own styles apply, while the page itself never holds markup
+ * from event data. Images may be data: URLs only, so a message cannot call home.
+ */
+export const INSPECTOR_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+function setSecurityHeaders(reply: FastifyReply): FastifyReply {
+  return reply
+    .header('content-security-policy', INSPECTOR_CSP)
+    .header('referrer-policy', 'no-referrer')
+    .header('x-content-type-options', 'nosniff')
+    .header('x-frame-options', 'DENY')
+    .header('cross-origin-opener-policy', 'same-origin')
+    .header('cross-origin-resource-policy', 'same-origin');
+}
+
+function pageHtml(manifest: Manifest): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>Roost inspector</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/assets/${manifest.style}">
+<script type="module" src="/assets/${manifest.script}"></script>
+</head>
+<body>
+<div id="app"><noscript>The inspector needs JavaScript.</noscript></div>
+</body>
+</html>
+`;
+}
+
+/** The built page, or undefined when `npm run build` has not built it. */
+function loadBuiltPage(): { html: string; assets: Map<string, Asset> } | undefined {
+  const manifestUrl = new URL('manifest.json', WEB_DIR);
+  if (!existsSync(manifestUrl)) return undefined;
+  const manifest = JSON.parse(readFileSync(manifestUrl, 'utf8')) as Manifest;
+  const assets = new Map<string, Asset>([
+    [
+      manifest.script,
+      { body: readFileSync(new URL(manifest.script, WEB_DIR)), type: 'text/javascript; charset=utf-8' },
+    ],
+    [manifest.style, { body: readFileSync(new URL(manifest.style, WEB_DIR)), type: 'text/css; charset=utf-8' }],
+  ]);
+  return { html: pageHtml(manifest), assets };
+}
+
+export async function inspectRoutes(app: FastifyInstance): Promise<void> {
+  const built = loadBuiltPage();
+  const notBuilt = () =>
+    new RoostError('unavailable', 503, 'The inspector page is not built on this server; run "npm run build".');
+
+  app.get('/inspect/:addressId', { schema: { hide: true } }, async (_request, reply) => {
+    if (!built) throw notBuilt();
+    // Revalidated each time: the page names the current fingerprinted assets.
+    return setSecurityHeaders(reply)
+      .header('cache-control', 'no-cache')
+      .type('text/html; charset=utf-8')
+      .send(built.html);
+  });
+
+  // Only the files of the manifest are served: a name is a key, never a path.
+  app.get<{ Params: { file: string } }>('/assets/:file', { schema: { hide: true } }, async (request, reply) => {
+    const asset = built?.assets.get(request.params.file);
+    if (!asset) throw new RoostError('not_found', 404, 'No such asset.');
+    return setSecurityHeaders(reply)
+      .header('cache-control', 'public, max-age=31536000, immutable')
+      .type(asset.type)
+      .send(asset.body);
+  });
+}

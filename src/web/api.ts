@@ -1,0 +1,55 @@
+// The REST calls the page makes, with the token in the Authorization header (never in a URL).
+// Failures come back as ApiError carrying the server's Error shape.
+import type { Address, RoostEvent } from './types';
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function addressPath(addressId: string): string {
+  return `/api/v1/addresses/${encodeURIComponent(addressId)}`;
+}
+
+export async function apiCall<T>(path: string, token: string, init: RequestInit = {}): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(path, {
+      ...init,
+      cache: 'no-store',
+      headers: { accept: 'application/json', authorization: `Bearer ${token}` },
+    });
+  } catch {
+    throw new ApiError(0, 'network_error', 'The service cannot be reached.');
+  }
+  if (response.status === 204) return undefined as T;
+  const body = (await response.json().catch(() => undefined)) as
+    (T & { error?: { code?: string; message?: string } }) | undefined;
+  if (!response.ok) {
+    const error = body?.error;
+    throw new ApiError(
+      response.status,
+      typeof error?.code === 'string' ? error.code : 'http_error',
+      typeof error?.message === 'string' ? error.message : `The service answered ${response.status}.`,
+    );
+  }
+  return body as T;
+}
+
+export async function getAddress(addressId: string, token: string): Promise<Address> {
+  return (await apiCall<{ address: Address }>(addressPath(addressId), token)).address;
+}
+
+export async function ackEvent(addressId: string, eventId: string, token: string): Promise<RoostEvent> {
+  const path = `${addressPath(addressId)}/events/${encodeURIComponent(eventId)}/ack`;
+  return (await apiCall<{ event: RoostEvent }>(path, token, { method: 'POST' })).event;
+}
+
+export async function deleteAddress(addressId: string, token: string): Promise<void> {
+  await apiCall<void>(addressPath(addressId), token, { method: 'DELETE' });
+}
