@@ -15,6 +15,9 @@ import { chromium } from 'playwright-core';
 import { percentile } from './load.js';
 import { ROOT } from './processes.js';
 
+// page.evaluate callbacks run in the browser, whose globals this Node-typed file does not see.
+declare const document: any, window: any, MutationObserver: any;
+
 const { values } = parseArgs({ options: { trials: { type: 'string', default: '30' } } });
 const trials = Number(values.trials);
 const QUEUE = 1000;
@@ -109,7 +112,7 @@ try {
   await page.waitForSelector('[data-state="live"]');
   await page.evaluate(() => {
     const shown: Record<number, number> = {};
-    (window as any).__shown = shown;
+    window.__shown = shown;
     new MutationObserver(() => {
       for (const row of document.querySelectorAll('[data-sequence]')) {
         const sequence = Number(row.getAttribute('data-sequence'));
@@ -127,7 +130,7 @@ try {
     await page.waitForSelector(`[data-sequence="${n}"]`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const shown = (await page.evaluate(() => (window as any).__shown)) as Record<number, number>;
+  const shown = (await page.evaluate(() => window.__shown)) as Record<number, number>;
   stop.abort();
   const pageLatency: number[] = [];
   const bareLatency: number[] = [];

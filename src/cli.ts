@@ -636,6 +636,23 @@ function buildProgram(): Command {
     .action(async (flags: ServiceFlags) =>
       printJson({ view_tokens: await (await addressClient(flags)).listViewTokens() }),
     );
+  withCredentials(program.command('inspect'))
+    .description('print a link to the inspector page carrying a fresh view token (read-only) for a person to open')
+    .option(
+      '--expires-in <seconds>',
+      'lifetime of the view token, 60–31536000 seconds',
+      wholeNumber(60, 31_536_000),
+      86_400,
+    )
+    .action(async (flags: ServiceFlags & { expiresIn: number }) => {
+      const client = await addressClient(flags);
+      const view = await client.createViewToken({ label: 'inspector link', expires_in_seconds: flags.expiresIn });
+      // The token travels in the fragment, which the browser never sends to the server.
+      const url = `${client.baseUrl}/inspect/${client.addressId}#token=${encodeURIComponent(view.token)}`;
+      printJson({ inspect_url: url, view_token_id: view.id, expires_at: view.expires_at });
+      note(`Open ${url} — read-only; revoke with: roost view-token revoke ${view.id}`);
+    });
+
   withCredentials(viewToken.command('revoke'))
     .description('revoke a view token: it stops at once')
     .argument('<token-id>', 'the view token id (vt_…)')

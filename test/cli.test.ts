@@ -337,6 +337,15 @@ describe('roost CLI', () => {
     assert.equal((await run(['view-token', 'revoke', view.id, ...creds])).code, 0);
     assert.equal((await run(['events'], viewer)).code, 1, 'revoked at once');
 
+    const inspect = await run(['inspect', ...creds]);
+    assert.equal(inspect.code, 0, inspect.stderr);
+    const link = JSON.parse(inspect.stdout) as { inspect_url: string; view_token_id: string };
+    const [page, fragment] = link.inspect_url.split('#token=');
+    assert.equal(new URL(page).pathname, `/inspect/${created.address.id}`);
+    const linked = { ROOST_ADDRESS_ID: created.address.id, ROOST_READ_TOKEN: decodeURIComponent(fragment) };
+    assert.equal((await run(['events'], linked)).code, 0, 'the link carries a working view token');
+    assert.equal((await run(['delete'], linked)).code, 1, 'and a read-only one');
+
     const updated = await run(['update', '--name', 'renamed', '--expires-in', '600', ...creds]);
     assert.equal(updated.code, 0, updated.stderr);
     const address = (JSON.parse(updated.stdout) as { address: { name: string; expiresAt?: string } }).address;
