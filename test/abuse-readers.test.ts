@@ -12,7 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { RoostClient } from '../src/client/index.js';
 import { forEachEngine, eventually } from './helpers/engines.js';
-import { createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
+import { assertError, createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 /** /healthz must answer well within this while an attack runs (a generous bound, not a benchmark). */
@@ -30,13 +30,6 @@ async function metric(base: string, pattern: RegExp): Promise<number> {
   const text = (await request(base, 'GET', '/metrics')).text;
   const match = pattern.exec(text);
   return match ? Number(match[1]) : 0;
-}
-
-function assertErrorShape(res: { status: number; body: any; headers: Headers }, status: number, code: string) {
-  assert.equal(res.status, status);
-  assert.deepEqual(Object.keys(res.body), ['error']);
-  assert.equal(res.body.error.code, code);
-  assert.equal(typeof res.body.error.message, 'string');
 }
 
 interface RawResponse {
@@ -138,7 +131,7 @@ await forEachEngine(
       await eventually(() => server().roost.waiters.held === 1, 'the poll held');
 
       const poll = await listEvents(base(), a, 'wait=5');
-      assertErrorShape(poll, 429, 'too_many_waiters');
+      assertError(poll, 429, 'too_many_waiters');
       assert.equal(poll.headers.get('retry-after'), '5');
       const stream = await Stream.open(base(), a);
       assert.equal(stream.status, 429);

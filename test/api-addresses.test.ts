@@ -2,16 +2,9 @@
 // §2, §5, §9), over real HTTP against a real server, on every engine.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createAddress, deliver, listEvents, request } from './helpers/http.js';
+import { createAddress, deliver, listEvents, request, assertErrorBody } from './helpers/http.js';
 import { forEachEngine } from './helpers/engines.js';
 import { ENGINES, engineSkipReason, startTestServer } from './helpers/server.js';
-
-const ERROR_SHAPE = (body: any, code: string) => {
-  assert.deepEqual(Object.keys(body), ['error']);
-  assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message']);
-  assert.equal(body.error.code, code);
-  assert.ok(body.error.message.length > 10, 'message is a sentence');
-};
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -103,7 +96,7 @@ await forEachEngine('create a return address', (server) => {
     it(`${status === 201 ? 'accepts' : 'refuses'} ${what}`, async () => {
       const res = await post({ rawBody: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
       assert.equal(res.status, status, res.text);
-      if (status === 400) ERROR_SHAPE(res.body, 'invalid_request');
+      if (status === 400) assertErrorBody(res.body, 'invalid_request');
     });
   }
 
@@ -117,13 +110,13 @@ await forEachEngine('create a return address', (server) => {
   it('answers 400 invalid_json for unparsable JSON', async () => {
     const res = await post({ rawBody: '{"name": ', headers: { 'content-type': 'application/json' } });
     assert.equal(res.status, 400);
-    ERROR_SHAPE(res.body, 'invalid_json');
+    assertErrorBody(res.body, 'invalid_json');
   });
 
   it('answers 415 for a non-empty body with a non-JSON Content-Type, and accepts +json types', async () => {
     const res = await post({ rawBody: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     assert.equal(res.status, 415);
-    ERROR_SHAPE(res.body, 'unsupported_media_type');
+    assertErrorBody(res.body, 'unsupported_media_type');
     const ok = await post({
       rawBody: '{"name":"v"}',
       headers: { 'content-type': 'application/vnd.roost+json; charset=utf-8' },
@@ -137,7 +130,7 @@ await forEachEngine('create a return address', (server) => {
       headers: { 'content-type': 'application/json' },
     });
     assert.equal(res.status, 413);
-    ERROR_SHAPE(res.body, 'payload_too_large');
+    assertErrorBody(res.body, 'payload_too_large');
   });
 });
 
@@ -174,7 +167,7 @@ await forEachEngine('get and delete a return address', (server) => {
       ]) {
         const res = await request(server().url, method, path, { headers });
         assert.equal(res.status, 401, `${method} ${path} ${JSON.stringify(headers)}`);
-        ERROR_SHAPE(res.body, 'unauthorized');
+        assertErrorBody(res.body, 'unauthorized');
         assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
       }
     }
@@ -188,7 +181,7 @@ await forEachEngine('get and delete a return address', (server) => {
       for (const options of [{}, { token: a.token }]) {
         const res = await request(server().url, 'GET', `/api/v1/addresses/${id}`, options);
         assert.equal(res.status, 404);
-        ERROR_SHAPE(res.body, 'address_not_found');
+        assertErrorBody(res.body, 'address_not_found');
       }
     }
   });
@@ -206,11 +199,11 @@ await forEachEngine('get and delete a return address', (server) => {
     ];
     for (const res of after) {
       assert.equal(res.status, 404);
-      ERROR_SHAPE(res.body, 'address_not_found');
+      assertErrorBody(res.body, 'address_not_found');
     }
     const inbox = await deliver(a.inbox, { data: 2 });
     assert.equal(inbox.status, 404);
-    ERROR_SHAPE(inbox.body, 'inbox_not_found');
+    assertErrorBody(inbox.body, 'inbox_not_found');
   });
 });
 
@@ -233,7 +226,7 @@ describe('provisioning rate limit', () => {
           remaining.push(res.headers.get('ratelimit-remaining') ?? '');
           assert.equal(res.headers.get('ratelimit-limit'), '3');
           if (res.status === 429) {
-            ERROR_SHAPE(res.body, 'rate_limited');
+            assertErrorBody(res.body, 'rate_limited');
             const retryAfter = Number(res.headers.get('retry-after'));
             assert.ok(
               Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 1200,
@@ -286,7 +279,7 @@ describe('lifetimes', () => {
       assert.equal(Date.parse(expiresAt) - Date.parse(createdAt), 600_000);
       const tooLong = await request(server.url, 'POST', '/api/v1/addresses', { body: { expires_in_seconds: 3601 } });
       assert.equal(tooLong.status, 400);
-      ERROR_SHAPE(tooLong.body, 'invalid_request');
+      assertErrorBody(tooLong.body, 'invalid_request');
       assert.match(tooLong.body.error.message, /3600/);
       assert.equal(
         (await request(server.url, 'POST', '/api/v1/addresses', { body: { expires_in_seconds: 3600 } })).status,
@@ -316,8 +309,8 @@ describe('lifetimes', () => {
           await listEvents(server.url, a),
           await request(server.url, 'POST', `/api/v1/addresses/${a.id}/events/evt_x/ack`, { token: a.token }),
         ];
-        for (const res of gone) ERROR_SHAPE(res.body, 'address_not_found');
-        ERROR_SHAPE((await deliver(a.inbox, { data: 'after' })).body, 'inbox_not_found');
+        for (const res of gone) assertErrorBody(res.body, 'address_not_found');
+        assertErrorBody((await deliver(a.inbox, { data: 'after' })).body, 'inbox_not_found');
 
         await server.roost.sweeper.sweep();
         // Purged from storage itself, not only hidden; the live address keeps its events.

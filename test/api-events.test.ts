@@ -2,14 +2,8 @@
 // docs/api.md §4), over real HTTP against a real server, on every engine.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
+import { createAddress, deliver, listEvents, request, type CreatedAddress, assertErrorBody } from './helpers/http.js';
 import { eventually, forEachEngine } from './helpers/engines.js';
-
-const ERROR_SHAPE = (body: any, code: string) => {
-  assert.deepEqual(Object.keys(body), ['error']);
-  assert.equal(body.error.code, code);
-  assert.equal(typeof body.error.message, 'string');
-};
 
 async function fill(address: CreatedAddress, count: number) {
   for (let i = 1; i <= count; i++) {
@@ -82,7 +76,7 @@ await forEachEngine('read the queue', (server) => {
     it(`refuses ${query} with 400 invalid_request naming the parameter`, async () => {
       const res = await listEvents(server().url, full, query);
       assert.equal(res.status, 400, res.text);
-      ERROR_SHAPE(res.body, 'invalid_request');
+      assertErrorBody(res.body, 'invalid_request');
       assert.match(res.body.error.message, new RegExp(query.split('=')[0]));
     });
   }
@@ -190,7 +184,7 @@ await forEachEngine('long-poll', (server) => {
     assert.equal((await request(server().url, 'DELETE', `/api/v1/addresses/${a.id}`, { token: a.token })).status, 204);
     const res = await poll;
     assert.equal(res.status, 404);
-    ERROR_SHAPE(res.body, 'address_not_found');
+    assertErrorBody(res.body, 'address_not_found');
   });
 
   it('wakes every poll held on one address', async () => {
@@ -253,7 +247,7 @@ await forEachEngine('acknowledge', (server) => {
     for (const id of ['evt_unknown', foreign.id]) {
       const res = await request(server().url, 'POST', `/api/v1/addresses/${a.id}/events/${id}/ack`, { token: a.token });
       assert.equal(res.status, 404);
-      ERROR_SHAPE(res.body, 'event_not_found');
+      assertErrorBody(res.body, 'event_not_found');
     }
     const untouched = await listEvents(server().url, b);
     assert.equal('acknowledged_at' in untouched.body.events[0], false);

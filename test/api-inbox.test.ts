@@ -2,14 +2,8 @@
 // idempotency, capacity and the uniform 404, over real HTTP on every engine.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { createAddress, deliver, listEvents, request } from './helpers/http.js';
+import { createAddress, deliver, listEvents, request, assertErrorBody } from './helpers/http.js';
 import { forEachEngine } from './helpers/engines.js';
-
-const ERROR_SHAPE = (body: any, code: string) => {
-  assert.deepEqual(Object.keys(body), ['error']);
-  assert.equal(body.error.code, code);
-  assert.equal(typeof body.error.message, 'string');
-};
 
 /** `depth` arrays around a leaf: data nested `depth` levels deep. */
 const nested = (depth: number): unknown => {
@@ -84,7 +78,7 @@ await forEachEngine('deliver', (server) => {
     assert.equal((await deliver(a.inbox, { dedupe_key: 'same' }, { 'idempotency-key': 'same' })).status, 202);
     const res = await deliver(a.inbox, { dedupe_key: 'one' }, { 'idempotency-key': 'two' });
     assert.equal(res.status, 400);
-    ERROR_SHAPE(res.body, 'idempotency_key_mismatch');
+    assertErrorBody(res.body, 'idempotency_key_mismatch');
   });
 
   it('bounds keys to 1–255 visible ASCII characters', async () => {
@@ -94,12 +88,12 @@ await forEachEngine('deliver', (server) => {
     for (const key of ['', 'x'.repeat(256), 'has space', 'tab\tkey']) {
       const res = await deliver(a.inbox, {}, { 'idempotency-key': key });
       assert.equal(res.status, 400, JSON.stringify(key));
-      ERROR_SHAPE(res.body, 'invalid_request');
+      assertErrorBody(res.body, 'invalid_request');
     }
     for (const key of ['', 'x'.repeat(256), 'ü', 'a b']) {
       const res = await deliver(a.inbox, { dedupe_key: key });
       assert.equal(res.status, 400, JSON.stringify(key));
-      ERROR_SHAPE(res.body, 'invalid_request');
+      assertErrorBody(res.body, 'invalid_request');
     }
   });
 
@@ -122,7 +116,7 @@ await forEachEngine('deliver', (server) => {
         headers: { 'content-type': 'application/json' },
       });
       assert.equal(res.status, 400, res.text);
-      ERROR_SHAPE(res.body, 'invalid_request');
+      assertErrorBody(res.body, 'invalid_request');
       assert.equal((await listEvents(server().url, a)).body.events.length, 0);
     });
   }
@@ -145,7 +139,7 @@ await forEachEngine('deliver', (server) => {
     for (const [headers, rawBody, status, code] of cases) {
       const res = await request(server().url, 'POST', a.inbox, { headers, rawBody });
       assert.equal(res.status, status, `${JSON.stringify(headers)} → ${res.text}`);
-      ERROR_SHAPE(res.body, code);
+      assertErrorBody(res.body, code);
     }
   });
 
@@ -163,7 +157,7 @@ await forEachEngine('deliver', (server) => {
     for (const path of paths) {
       const res = await request(server().url, 'POST', path, { body: { data: 1 } });
       assert.equal(res.status, 404, path);
-      ERROR_SHAPE(res.body, 'inbox_not_found');
+      assertErrorBody(res.body, 'inbox_not_found');
       bodies.add(res.text);
       // A wrong inbox answers 404 whatever the body: it reveals nothing about the address.
       for (const [rawBody, type] of [
@@ -185,7 +179,7 @@ await forEachEngine('deliver', (server) => {
     assert.equal(res.status, 401);
     const get = await request(server().url, 'GET', a.inbox);
     assert.equal(get.status, 405);
-    ERROR_SHAPE(get.body, 'method_not_allowed');
+    assertErrorBody(get.body, 'method_not_allowed');
   });
 
   it('at capacity evicts the oldest acknowledged event, and refuses with 429 queue_full when none is', async () => {
@@ -199,7 +193,7 @@ await forEachEngine('deliver', (server) => {
     }
     const full = await deliver(a.inbox, { data: 'overflow' });
     assert.equal(full.status, 429);
-    ERROR_SHAPE(full.body, 'queue_full');
+    assertErrorBody(full.body, 'queue_full');
     assert.ok(Number(full.headers.get('retry-after')) >= 1);
     // A repeated key is still answered while full: nothing new would be queued.
     const page = await listEvents(server().url, a, 'limit=3');

@@ -4,17 +4,18 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { createAddress, deliver, listEvents, request, type CreatedAddress, type WireResponse } from './helpers/http.js';
+import {
+  assertError,
+  createAddress,
+  deliver,
+  listEvents,
+  request,
+  type CreatedAddress,
+  type WireResponse,
+} from './helpers/http.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
 import { spawnServer, type ServerProcess } from './helpers/process.js';
 import { ENGINES, engineSkipReason, startTestServer, type TestServer } from './helpers/server.js';
-
-function assertError(res: WireResponse, status: number, code: string): void {
-  assert.equal(res.status, status, res.text);
-  assert.deepEqual(Object.keys(res.body as object), ['error']);
-  assert.equal(res.body.error.code, code);
-  assert.ok(String(res.body.error.message).length > 10, 'the message is a sentence');
-}
 
 /** Opens the event stream and collects its text until `until` matches or the stream ends. */
 async function streamUntil(url: string, token: string, until: RegExp, act: () => Promise<unknown>): Promise<string> {

@@ -1,4 +1,5 @@
 // Plain fetch wrappers for tests: they check the wire exactly, so they do not use the SDK.
+import assert from 'node:assert/strict';
 export interface WireResponse<T = any> {
   status: number;
   headers: Headers;
@@ -79,4 +80,18 @@ export function listEvents(base: string, address: CreatedAddress, query = '') {
   return request(base, 'GET', `/api/v1/addresses/${address.id}/events${query ? `?${query}` : ''}`, {
     token: address.token,
   });
+}
+
+/** The Error shape (docs/api.md §6): only `error`, holding exactly `code` and a sentence of `message`. */
+export function assertErrorBody(body: any, code: string): void {
+  assert.deepEqual(Object.keys(body ?? {}), ['error']);
+  assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message']);
+  assert.equal(body.error.code, code);
+  assert.ok(typeof body.error.message === 'string' && body.error.message.length > 10, 'the message is a sentence');
+}
+
+/** A refusal: its status and its Error body. */
+export function assertError(res: { status: number; body: any; text?: string }, status: number, code: string): void {
+  assert.equal(res.status, status, res.text);
+  assertErrorBody(res.body, code);
 }
