@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { RAW_EMAIL_PART, type EmailPart } from '../storage/storage.js';
 import type { AuthenticationSummary } from './authenticate.js';
 import type { Extracted } from './extract.js';
-import type { EmailData } from './parse.js';
+import { unparsedEmail, type EmailData } from './parse.js';
 import type { Processed } from './processor.js';
 
 export interface EmailContent {
@@ -37,22 +37,7 @@ export function emailContent(raw: Buffer, processed: Processed): EmailContent {
     // The deadline stopped parsing: the message is queued all the same, readable whole at raw.url.
     return {
       data: {
-        message_id: null,
-        from: null,
-        to: [],
-        cc: [],
-        reply_to: [],
-        subject: null,
-        date: null,
-        text: null,
-        html: null,
-        reply_text: null,
-        truncated: false,
-        in_reply_to: null,
-        references: [],
-        headers: {},
-        attachments: [],
-        parse_error: `${processed.overrun ?? 'parsing failed'}; the message is whole at raw.url`,
+        ...unparsedEmail(`${processed.overrun ?? 'parsing failed'}; the message is whole at raw.url`),
         authentication,
         extracted: { note: 'hints only, guessed from the message text; links were not visited', codes: [], links: [] },
       },

@@ -49,6 +49,28 @@ const MAX_LINE_BYTES = 8 * 1024;
 /** The longest attachment filename kept, in characters. */
 const MAX_FILENAME_CHARS = 255;
 
+/** The data of a message that could not be parsed: nothing is known but why. */
+export function unparsedEmail(parseError: string): EmailData {
+  return {
+    message_id: null,
+    from: null,
+    to: [],
+    cc: [],
+    reply_to: [],
+    subject: null,
+    date: null,
+    text: null,
+    html: null,
+    reply_text: null,
+    truncated: false,
+    in_reply_to: null,
+    references: [],
+    headers: {},
+    attachments: [],
+    parse_error: parseError,
+  };
+}
+
 export interface EmailData {
   message_id: string | null;
   from: EmailAddress | null;
@@ -173,24 +195,7 @@ export async function parseEmail(raw: Buffer, limits: ParseLimits): Promise<Pars
       skipHtmlToText: true,
     });
   } catch (err) {
-    const data: EmailData = {
-      message_id: null,
-      from: null,
-      to: [],
-      cc: [],
-      reply_to: [],
-      subject: null,
-      date: null,
-      text: null,
-      html: null,
-      reply_text: null,
-      truncated: false,
-      in_reply_to: null,
-      references: [],
-      headers: {},
-      attachments: [],
-      parse_error: err instanceof Error ? err.message : String(err),
-    };
+    const data = unparsedEmail(err instanceof Error ? err.message : String(err));
     const text = capped(raw.toString('utf8'), limits.maxTextBytes);
     Object.assign(data, { text: text.value, truncated: text.cut });
     return { data, dedupeKey: dedupeKeyFor(null, raw), attachmentBytes: [], fromMailboxes: 0 };
