@@ -2,9 +2,8 @@
 // PATCH), in TypeBox like the rest of the contract (schemas.ts): they validate requests,
 // serialise responses, and feed the OpenAPI document and the client's types.
 import { Type, type Static } from 'typebox';
-import { GRACE_MAX_SECONDS, TTL_MAX_SECONDS, TTL_MIN_SECONDS } from './core/limits.js';
-
-const DateTime = (description?: string) => Type.String({ format: 'date-time', description });
+import { GRACE_MAX_SECONDS } from './core/limits.js';
+import { DateTime, LifetimeSeconds } from './schemas.js';
 
 export const ReadTokenResponseSchema = Type.Object(
   {
@@ -50,11 +49,7 @@ export const CreateViewTokenSchema = Type.Object(
   {
     label: Type.Optional(Type.String({ maxLength: 100, description: 'Whom or what the token is for.' })),
     expires_in_seconds: Type.Optional(
-      Type.Integer({
-        minimum: TTL_MIN_SECONDS,
-        maximum: TTL_MAX_SECONDS,
-        description: 'Lifetime of the token (none: it lasts as long as the address).',
-      }),
+      LifetimeSeconds('Lifetime of the token (none: it lasts as long as the address).'),
     ),
   },
   { title: 'CreateViewToken', additionalProperties: false },
@@ -98,7 +93,7 @@ export const UpdateAddressSchema = Type.Object(
       Type.Union([Type.String({ maxLength: 200 }), Type.Null()], { description: 'null removes it.' }),
     ),
     expires_in_seconds: Type.Optional(
-      Type.Union([Type.Integer({ minimum: TTL_MIN_SECONDS, maximum: TTL_MAX_SECONDS }), Type.Null()], {
+      Type.Union([LifetimeSeconds('Seconds from now.'), Type.Null()], {
         description:
           'New lifetime counted from now; null removes the lifetime where the service allows addresses without one.',
       }),

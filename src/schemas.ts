@@ -11,7 +11,10 @@ import {
   WAIT_MAX_SECONDS,
 } from './core/limits.js';
 
-const DateTime = (description?: string) => Type.String({ format: 'date-time', description });
+export const DateTime = (description?: string) => Type.String({ format: 'date-time', description });
+/** A lifetime in seconds, within the bounds of docs/api.md §2.6. */
+export const LifetimeSeconds = (description: string) =>
+  Type.Integer({ minimum: TTL_MIN_SECONDS, maximum: TTL_MAX_SECONDS, description });
 
 export const AddressSchema = Type.Object(
   {
@@ -35,13 +38,7 @@ export const CreateAddressSchema = Type.Object(
   {
     name: Type.Optional(Type.String({ maxLength: 100, description: 'Human-readable purpose.' })),
     task_id: Type.Optional(Type.String({ maxLength: 200, description: 'Caller-defined task identifier.' })),
-    expires_in_seconds: Type.Optional(
-      Type.Integer({
-        minimum: TTL_MIN_SECONDS,
-        maximum: TTL_MAX_SECONDS,
-        description: 'Lifetime of the return address.',
-      }),
-    ),
+    expires_in_seconds: Type.Optional(LifetimeSeconds('Lifetime of the return address.')),
   },
   { title: 'CreateAddress', additionalProperties: false },
 );
