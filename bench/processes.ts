@@ -28,6 +28,7 @@ export function compileServers(): boolean {
     process.execPath,
     [
       tsc,
+      '--ignoreConfig', // TypeScript 6 refuses files on the command line beside a tsconfig.json otherwise
       '--outDir',
       COMPILED,
       '--rootDir',

@@ -220,24 +220,14 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
   },
   {
     version: 6,
-    name: 'bytes held per address',
-    // Each event's size (storage.ts eventSize) and each address's total, kept by triggers
-    // on every insert and delete however the event goes (eviction, purge, delete), so
-    // that the byte cap reads one column.
+    name: 'bytes held per event',
+    // Each event's size (storage.ts eventSize). An address's total is their sum, read with
+    // its queue state and then kept in the writer's memory (sqlite-writes.ts): a column kept
+    // by triggers would cost every append a write of the address row.
     sql: `
       ALTER TABLE events ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;
-      ALTER TABLE addresses ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0;
       UPDATE events SET size_bytes = length(CAST(data AS BLOB)) + length(CAST(type AS BLOB)) + length(CAST(source AS BLOB))
         + COALESCE(length(CAST(metadata AS BLOB)), 0) + COALESCE(length(dedupe_key), 0);
-      UPDATE addresses SET stored_bytes = (SELECT COALESCE(SUM(size_bytes), 0) FROM events WHERE address_key = addresses.key);
-      CREATE TRIGGER events_bytes_added AFTER INSERT ON events
-      BEGIN
-        UPDATE addresses SET stored_bytes = stored_bytes + NEW.size_bytes WHERE key = NEW.address_key;
-      END;
-      CREATE TRIGGER events_bytes_removed AFTER DELETE ON events
-      BEGIN
-        UPDATE addresses SET stored_bytes = stored_bytes - OLD.size_bytes WHERE key = OLD.address_key;
-      END;
     `,
   },
   {

@@ -92,7 +92,7 @@ interface QueueState {
   floor: number;
   low: number | null;
   high: number | null;
-  /** Bytes its events hold (migration 6). */
+  /** Bytes its events hold: the sum of their size_bytes (migration 6), then kept up to date here. */
   bytes: number;
 }
 
@@ -154,7 +154,8 @@ export class SqliteWrites {
       // The address with the bounds of its queue (see QueueState). Each MIN/MAX is one seek
       // in events_by_sequence.
       queueState: db.prepare<{ id: string }, QueueState>(
-        `SELECT key, expires_at AS expiresAt, last_sequence AS floor, stored_bytes AS bytes,
+        `SELECT key, expires_at AS expiresAt, last_sequence AS floor,
+                (SELECT COALESCE(SUM(size_bytes), 0) FROM events WHERE address_key = addresses.key) AS bytes,
                 (SELECT MIN(sequence) FROM events WHERE address_key = addresses.key) AS low,
                 (SELECT MAX(sequence) FROM events WHERE address_key = addresses.key) AS high
          FROM addresses WHERE id = @id`,
