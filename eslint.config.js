@@ -43,7 +43,9 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
-  { files: ['**/*.js'], extends: [tseslint.configs.disableTypeChecked] },
+  { files: ['**/*.js', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
+  // .dependency-cruiser.cjs: the dependency-cruiser config, CommonJS as the tool expects.
+  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable' } } },
   // Build scripts run on Node; src/web runs in the browser (TypeScript, whose lib checks its globals).
   { files: ['scripts/**/*.js'], languageOptions: { globals: { console: 'readonly', process: 'readonly' } } },
 );

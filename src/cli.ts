@@ -20,6 +20,7 @@ import type { CreateAddress, CreateEvent, Event } from './schemas.js';
 const DEFAULT_URL = 'http://localhost:3000';
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version;
+const USER_AGENT = `roost-cli/${VERSION}`;
 
 /** Set once `serve` has started: the process then lives until a signal. */
 let serving = false;
@@ -155,7 +156,7 @@ async function addressClient(flags: ServiceFlags): Promise<RoostClient> {
       baseUrl: explicitUrl ?? credentials.baseUrl,
       addressId: credentials.addressId,
       readToken: credentials.readToken,
-      userAgent: `roost-cli/${VERSION}`,
+      userAgent: USER_AGENT,
     });
   }
   if (env.ROOST_ADDRESS_ID && env.ROOST_READ_TOKEN) {
@@ -163,7 +164,7 @@ async function addressClient(flags: ServiceFlags): Promise<RoostClient> {
       baseUrl: explicitUrl ?? DEFAULT_URL,
       addressId: env.ROOST_ADDRESS_ID,
       readToken: env.ROOST_READ_TOKEN,
-      userAgent: `roost-cli/${VERSION}`,
+      userAgent: USER_AGENT,
     });
   }
   throw new UsageError(
@@ -252,13 +253,15 @@ function stopSignal(): AbortSignal {
 
 // ---------------------------------------------------------------- commands
 
-async function serve(flags: Record<string, string | boolean | undefined>): Promise<void> {
+async function serve(flags: Record<string, string | boolean | undefined>, command: Command): Promise<void> {
   // Loaded here, so that the client commands start without the server's dependencies.
   const { startRoost } = await import('./server.js');
   const fromFlags: Record<string, string> = {};
-  for (const [flag, name] of Object.entries(SERVE_FLAGS)) {
-    const value = flags[flag];
-    if (value !== undefined) fromFlags[name] = value === true ? 'true' : String(value);
+  for (const option of command.options) {
+    const value = flags[option.attributeName()];
+    if (option.envVar !== undefined && value !== undefined) {
+      fromFlags[option.envVar] = value === true ? 'true' : String(value);
+    }
   }
   let config;
   try {
@@ -283,29 +286,54 @@ async function serve(flags: Record<string, string | boolean | undefined>): Promi
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
-/** `serve` flag (commander's camelCase name) → the variable of docs/api.md §10 it sets. */
-const SERVE_FLAGS: Record<string, (typeof ENV_VARS)[number]> = {
-  port: 'PORT',
-  host: 'HOST',
-  baseUrl: 'ROOST_BASE_URL',
-  db: 'ROOST_DB',
-  databaseUrl: 'DATABASE_URL',
-  smtpPort: 'ROOST_SMTP_PORT',
-  mailDomain: 'ROOST_MAIL_DOMAIN',
-  createRate: 'ROOST_CREATE_RATE',
-  trustProxy: 'ROOST_TRUST_PROXY',
-  maxBodyBytes: 'ROOST_MAX_BODY_BYTES',
-  maxEmailBytes: 'ROOST_MAX_EMAIL_BYTES',
-  defaultTtl: 'ROOST_DEFAULT_TTL_SECONDS',
-  maxTtl: 'ROOST_MAX_TTL_SECONDS',
-  logLevel: 'LOG_LEVEL',
+type EnvVar = (typeof ENV_VARS)[number];
+
+/**
+ * `roost serve` has a flag for every variable of README.md § Configuration, named after it
+ * (`ROOST_` dropped, `--max-body-bytes`); these keep shorter names.
+ */
+const SERVE_FLAG_NAMES: Partial<Record<EnvVar, string>> = {
+  ROOST_DEFAULT_TTL_SECONDS: 'default-ttl',
+  ROOST_MAX_TTL_SECONDS: 'max-ttl',
 };
+
+/** The value placeholder and help of the most used flags; the others say which variable they set. */
+const SERVE_FLAG_HELP: Partial<Record<EnvVar, [string, string]>> = {
+  PORT: ['<n>', 'HTTP port; 0 picks a free one [3000]'],
+  HOST: ['<host>', 'HTTP interface [127.0.0.1]'],
+  ROOST_BASE_URL: ['<url>', 'public origin used in returned URLs'],
+  ROOST_DB: ['<file>', 'SQLite file [./data/roost.db]'],
+  DATABASE_URL: ['<url>', 'postgres://… — use PostgreSQL instead'],
+  ROOST_SMTP_PORT: ['<n>', 'inbound SMTP port, 0 disables [2525]'],
+  ROOST_MAIL_DOMAIN: ['<domain>', 'domain of the addresses [localhost]'],
+  ROOST_CREATE_RATE: ['<rate>', 'creations per client IP, N/sec|min|hour [20/min]'],
+  ROOST_TRUST_PROXY: ['[value]', 'believe X-Forwarded-For: true, hop count or addresses'],
+  ROOST_MAX_BODY_BYTES: ['<size>', 'largest delivery, e.g. 256KiB'],
+  ROOST_MAX_EMAIL_BYTES: ['<size>', 'largest email, e.g. 10MiB'],
+  ROOST_DEFAULT_TTL_SECONDS: ['<seconds>', 'lifetime when a creation gives none'],
+  ROOST_MAX_TTL_SECONDS: ['<seconds>', 'longest lifetime allowed'],
+  LOG_LEVEL: ['<level>', 'fatal|error|warn|info|debug|trace|silent [info]'],
+};
+
+function serveOptions(): Option[] {
+  return ENV_VARS.map((name) => {
+    const flag =
+      SERVE_FLAG_NAMES[name] ??
+      name
+        .replace(/^ROOST_/, '')
+        .toLowerCase()
+        .replaceAll('_', '-');
+    const [value, help] = SERVE_FLAG_HELP[name] ?? ['<value>', 'see README.md § Configuration'];
+    // .env() shows the variable in --help; the value itself is read by loadConfig.
+    return new Option(`--${flag} ${value}`, help).env(name);
+  });
+}
 
 async function create(
   flags: ServiceFlags & { name?: string; taskId?: string; expiresIn?: number; save?: string; force?: boolean },
 ) {
   const baseUrl = flags.url ?? (process.env.ROOST_URL ? checkedUrl(process.env.ROOST_URL, 'ROOST_URL') : DEFAULT_URL);
-  const client = new RoostClient({ baseUrl, userAgent: `roost-cli/${VERSION}` });
+  const client = new RoostClient({ baseUrl, userAgent: USER_AGENT });
   // Open the file before creating, so that a refusal to overwrite wastes no address.
   const file = flags.save ? await openForSave(flags.save, Boolean(flags.force)) : undefined;
   const request: CreateAddress = {};
@@ -431,7 +459,7 @@ async function send(
       event.metadata[pair.slice(0, at)] = pair.slice(at + 1);
     }
   }
-  const client = new RoostClient({ baseUrl: new URL(inboxUrl).origin, userAgent: `roost-cli/${VERSION}` });
+  const client = new RoostClient({ baseUrl: new URL(inboxUrl).origin, userAgent: USER_AGENT });
   const result = await client.deliver(inboxUrl, event, { idempotencyKey: flags.key });
   printJson(result);
   note(
@@ -538,25 +566,8 @@ function buildProgram(): Command {
   const serveCommand = program
     .command('serve')
     .description('run the service (HTTP, SMTP, MCP); every flag overrides its environment variable')
-    .option('--port <n>', 'HTTP port; 0 picks a free one [PORT, 3000]')
-    .option('--host <host>', 'HTTP interface [HOST, 127.0.0.1]')
-    .option('--base-url <url>', 'public origin used in returned URLs [ROOST_BASE_URL]')
-    .option('--db <file>', 'SQLite file [ROOST_DB, ./data/roost.db]')
-    .option('--database-url <url>', 'postgres://… — use PostgreSQL instead [DATABASE_URL]')
-    .option('--smtp-port <n>', 'inbound SMTP port, 0 disables [ROOST_SMTP_PORT, 2525]')
-    .option('--mail-domain <domain>', 'domain of the addresses [ROOST_MAIL_DOMAIN, localhost]')
-    .option('--create-rate <rate>', 'creations per client IP, N/sec|min|hour [ROOST_CREATE_RATE, 20/min]')
-    .option('--trust-proxy [value]', 'believe X-Forwarded-For: true, hop count or addresses [ROOST_TRUST_PROXY]')
-    .option('--max-body-bytes <size>', 'largest delivery, e.g. 256KiB [ROOST_MAX_BODY_BYTES]')
-    .option('--max-email-bytes <size>', 'largest email, e.g. 10MiB [ROOST_MAX_EMAIL_BYTES]')
-    .option('--default-ttl <seconds>', 'lifetime when a creation gives none [ROOST_DEFAULT_TTL_SECONDS]')
-    .option('--max-ttl <seconds>', 'longest lifetime allowed [ROOST_MAX_TTL_SECONDS]')
-    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [LOG_LEVEL, info]')
     .action(serve);
-  serveCommand.addHelpText(
-    'after',
-    `\nEnvironment variables (a flag wins over its variable):\n  ${ENV_VARS.join(', ')}\n`,
-  );
+  for (const option of serveOptions()) serveCommand.addOption(option);
 
   withUrl(program.command('create'))
     .description('create a return address and print the creation response (its read token is shown once)')

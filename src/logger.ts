@@ -1,14 +1,13 @@
 // JSON logs on stdout (docs/api.md §10) with secrets cut out (docs/api.md §1): request URLs are
 // logged by their matched route with secret parameters and credential-like query values
 // redacted, no header is logged, and every line is scrubbed of secret-shaped text last.
-import type { FastifyRequest } from 'fastify';
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { redactRequestUrl, redactUrl, scrubSecrets } from './http/redact.js';
+import { redactRequestUrl, redactUrl, scrubSecrets, type RoutedRequest } from './redact.js';
 
 /** The longest a log line waits in the buffer before it is written. */
 const LOG_FLUSH_MS = 100;
 
-type LoggedRequest = Partial<FastifyRequest> & { method: string; url: string; ip?: string };
+type LoggedRequest = RoutedRequest & { method: string; ip?: string };
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
@@ -27,7 +26,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       serializers: {
         req: (req: LoggedRequest) => ({
           method: req.method,
-          url: req.routeOptions === undefined ? redactUrl(req.url) : redactRequestUrl(req as FastifyRequest),
+          url: req.routeOptions === undefined ? redactUrl(req.url) : redactRequestUrl(req),
           ip: req.ip,
         }),
         err: pino.stdSerializers.err,

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { clientKey } from '../src/http/client-ip.js';
-import { scrubSecrets } from '../src/http/redact.js';
+import { scrubSecrets } from '../src/redact.js';
 import { forEachEngine } from './helpers/engines.js';
 import { startTestServer } from './helpers/server.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { ENV_VARS } from '../src/config.js';
 import type { CreateAddressResponse, Event, EventDeliveryResponse } from '../src/schemas.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -388,6 +389,43 @@ describe('roost CLI', () => {
       assert.equal(result.code, 2, `roost ${args.join(' ')}: ${result.stderr}`);
       assert.match(result.stderr, message);
       assert.equal(result.stdout, '');
+    }
+  });
+
+  test('serve has one flag per variable of README.md § Configuration, and each flag sets its variable', async () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(
+      readme.indexOf('## Configuration'),
+      readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1),
+    );
+    const documented = new Set(
+      [...section.matchAll(/`(ROOST_[A-Z0-9_]+|DATABASE_URL|LOG_LEVEL|PORT|HOST)`/g)].map((m) => m[1]),
+    );
+    assert.deepEqual([...documented].sort(), [...ENV_VARS].sort());
+
+    const help = await run(['serve', '--help']);
+    assert.equal(help.code, 0, help.stderr);
+    for (const name of ENV_VARS) assert.match(help.stdout, new RegExp(`\\(env: ${name}\\)`), name);
+
+    // An invalid value stops the server before it starts, naming the variable the flag set.
+    for (const [flag, name] of [
+      ['--sweep-interval-ms', 'ROOST_SWEEP_INTERVAL_MS'],
+      ['--max-view-tokens', 'ROOST_MAX_VIEW_TOKENS'],
+      ['--max-ttl', 'ROOST_MAX_TTL_SECONDS'],
+    ]) {
+      const result = await run([
+        'serve',
+        flag,
+        'nope',
+        '--port',
+        '0',
+        '--smtp-port',
+        '0',
+        '--db',
+        join(dir, 'flags.db'),
+      ]);
+      assert.equal(result.code, 2, `${flag}: ${result.stderr}`);
+      assert.match(result.stderr, new RegExp(name));
     }
   });
 });

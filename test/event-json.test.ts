@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { eventJson } from '../src/core/event-json.js';
-import { pageJson, toPage, toWireEvent } from '../src/core/service.js';
+import { pageJson, toPage, toWireEvent } from '../src/core/wire.js';
 import { EventSchema } from '../src/schemas.js';
 import type { EventRecord } from '../src/storage/storage.js';
 

@@ -291,8 +291,8 @@ export class RoostClient {
   #addressPath(): string {
     if (!this.addressId || !this.#readToken) {
       throw new RoostError(
-        0,
         'missing_credentials',
+        0,
         'This call needs an address id and its read token (give addressId and readToken, or use RoostClient.fromCredentials).',
       );
     }
@@ -352,8 +352,8 @@ export class RoostClient {
     if (!response.ok) throw errorFromResponse(response, parsed, text);
     if (response.status !== 204 && parsed === undefined) {
       throw new RoostError(
-        response.status,
         'invalid_response',
+        response.status,
         `${method} ${url.pathname} answered ${response.status} without a JSON body`,
       );
     }
@@ -366,11 +366,11 @@ function errorFromResponse(response: Response, parsed: unknown, text: string): R
   const retryAfterMs = retryAfter && /^\d+$/.test(retryAfter) ? Number(retryAfter) * 1000 : undefined;
   const error = (parsed as Partial<ErrorBody> | undefined)?.error;
   if (error && typeof error.code === 'string' && typeof error.message === 'string') {
-    return new RoostError(response.status, error.code, error.message, { retryAfterMs });
+    return new RoostError(error.code, response.status, error.message, { retryAfterMs });
   }
   // Not Roost's Error shape: a proxy or another server answered.
   const snippet = text.trim().slice(0, 200) || response.statusText;
-  return new RoostError(response.status, `http_${response.status}`, `HTTP ${response.status}: ${snippet}`, {
+  return new RoostError(`http_${response.status}`, response.status, `HTTP ${response.status}: ${snippet}`, {
     retryAfterMs,
   });
 }

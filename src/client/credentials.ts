@@ -23,8 +23,8 @@ export function parseCredentials(saved: CreateAddressResponse | string): SavedCr
       value = JSON.parse(saved);
     } catch {
       throw new RoostError(
-        0,
         'invalid_credentials',
+        0,
         'The saved credentials are not JSON; expected the creation response of POST /api/v1/addresses.',
       );
     }
@@ -35,8 +35,8 @@ export function parseCredentials(saved: CreateAddressResponse | string): SavedCr
   const eventsUrl = response?.endpoints?.events_url;
   if (typeof addressId !== 'string' || typeof readToken !== 'string' || typeof eventsUrl !== 'string') {
     throw new RoostError(
-      0,
       'invalid_credentials',
+      0,
       'The saved credentials lack address.id, credentials.read_token or endpoints.events_url; expected the whole creation response.',
     );
   }

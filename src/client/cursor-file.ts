@@ -24,8 +24,8 @@ export async function readCursorFile(path: string, addressId: string): Promise<n
     content = JSON.parse(text) as Partial<CursorFileContent> | number;
   } catch {
     throw new RoostError(
-      0,
       'invalid_cursor_file',
+      0,
       `The cursor file ${path} is not JSON; remove it to start from the beginning of the queue.`,
     );
   }
@@ -33,15 +33,15 @@ export async function readCursorFile(path: string, addressId: string): Promise<n
   const after = typeof content === 'number' ? content : content?.after;
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 0) {
     throw new RoostError(
-      0,
       'invalid_cursor_file',
+      0,
       `The cursor file ${path} holds no valid cursor; remove it to start from the beginning of the queue.`,
     );
   }
   if (typeof content === 'object' && content?.address_id !== undefined && content.address_id !== addressId) {
     throw new RoostError(
-      0,
       'invalid_cursor_file',
+      0,
       `The cursor file ${path} belongs to ${content.address_id}, not ${addressId}; pass another --cursor-file.`,
     );
   }

@@ -3,6 +3,7 @@
 // Failures without an HTTP answer (refused connection, reset, timeout) are a subclass, so a
 // caller can tell "the service said no" from "the service was not reached".
 
+/** Constructed like the server's own errors: (code, status, message). */
 export class RoostError extends Error {
   /** HTTP status of the answer; 0 when there was no answer (see RoostNetworkError). */
   readonly status: number;
@@ -11,7 +12,7 @@ export class RoostError extends Error {
   /** Milliseconds the service asked us to wait (Retry-After), when it said so. */
   readonly retryAfterMs?: number;
 
-  constructor(status: number, code: string, message: string, options: { cause?: unknown; retryAfterMs?: number } = {}) {
+  constructor(code: string, status: number, message: string, options: { cause?: unknown; retryAfterMs?: number } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'RoostError';
     this.status = status;
@@ -28,7 +29,7 @@ export class RoostError extends Error {
 /** The service was not reached or did not answer: `code` is `network_error` or `timeout`. */
 export class RoostNetworkError extends RoostError {
   constructor(code: 'network_error' | 'timeout', message: string, cause?: unknown) {
-    super(0, code, message, { cause });
+    super(code, 0, message, { cause });
     this.name = 'RoostNetworkError';
   }
 

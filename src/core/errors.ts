@@ -1,6 +1,7 @@
 // Errors are values with a code (docs/api.md §6), thrown from the core and rendered once at
 // the edge of each transport: HTTP as {"error":{code,message}}, MCP as a tool error,
 // SMTP as a reply code.
+import { EVENT_CAPACITY } from './limits.js';
 
 export type ErrorCode =
   | 'invalid_request'
@@ -82,7 +83,7 @@ export const queueFull = (retryAfterSeconds: number) =>
   new RoostError(
     'queue_full',
     429,
-    'The return address holds 1000 unacknowledged events; nothing is dropped, so this delivery is refused until the reader acknowledges events. Retry later.',
+    `The return address holds ${EVENT_CAPACITY} unacknowledged events; nothing is dropped, so this delivery is refused until the reader acknowledges events. Retry later.`,
     { 'Retry-After': String(retryAfterSeconds) },
   );
 

@@ -2,7 +2,7 @@
 // `metadata` are already JSON text (written by JSON.stringify when it was delivered), so
 // an answer can carry them as they are: parsing them only to serialise them again was most
 // of the cost of reading a page after SQLite itself. The text is what JSON.stringify makes
-// of toWireEvent's object, key for key (test/event-json.test.ts holds the two together).
+// of toWireEvent's object (core/wire.ts), key for key (test/event-json.test.ts holds the two together).
 import type { EventRecord } from '../storage/storage.js';
 import { isoTime } from './iso-time.js';
 

@@ -103,5 +103,3 @@ export function newSlug(name?: string): string {
     .replace(/-+$/, '');
   return lead ? `${lead}-${randomSlugPart()}` : randomSlugPart();
 }
-
-export const SLUG_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;

@@ -2,20 +2,12 @@
 // server and the MCP tools call these; none of them talks to storage directly. Errors
 // are thrown as RoostError values and rendered by each transport.
 import type { Config } from '../config.js';
-import type {
-  Address,
-  CreateAddress,
-  CreateAddressResponse,
-  Event,
-  EventDeliveryResponse,
-  EventPage,
-} from '../schemas.js';
+import type { Address, CreateAddress, CreateAddressResponse, Event, EventDeliveryResponse } from '../schemas.js';
 import type {
   CreateViewToken,
   InboxSecretResponse,
   ReadTokenResponse,
   UpdateAddress,
-  ViewToken,
   ViewTokenCreated,
   ViewTokenList,
 } from '../credential-schemas.js';
@@ -66,8 +58,8 @@ import {
   newViewTokenId,
   secretMatches,
 } from './secrets.js';
-import { eventJson } from './event-json.js';
-import { isoTime } from './iso-time.js';
+import { jsonDepthExceeds } from './json-depth.js';
+import { toWireAddress, toWireEvent, toWireViewToken, type RecordPage } from './wire.js';
 import { sliceShared, type SharedRead, type Waiters } from './waiters.js';
 
 export type Clock = () => number;
@@ -134,92 +126,6 @@ const CREDENTIALS_NOTE =
 
 /** What a valid credential may do: everything (the read token) or read only (a view token). */
 export type Access = 'full' | 'view';
-
-function toWireViewToken(record: ViewTokenRecord): ViewToken {
-  return {
-    id: record.id,
-    label: record.label,
-    created_at: isoTime(record.createdAt),
-    expires_at: record.expiresAt === null ? null : isoTime(record.expiresAt),
-  };
-}
-
-export function toWireAddress(record: AddressRecord): Address {
-  const address: Address = {
-    id: record.id,
-    slug: record.slug,
-    name: record.name,
-    email: record.email,
-    createdAt: isoTime(record.createdAt),
-  };
-  if (record.taskId !== null) address.taskId = record.taskId;
-  if (record.expiresAt !== null) address.expiresAt = isoTime(record.expiresAt);
-  return address;
-}
-
-/**
- * An event as the API shows it, its keys in the schema's order. `data`, when the caller
- * holds it parsed already, saves parsing `dataJson` again. eventJson writes the same as text.
- */
-export function toWireEvent(record: EventRecord, data: unknown = JSON.parse(record.dataJson)): Event {
-  const event = {
-    id: record.id,
-    address_id: record.addressId,
-    sequence: record.sequence,
-    type: record.type,
-    source: record.source,
-    data,
-  } as Event;
-  if (record.metadataJson !== null) event.metadata = JSON.parse(record.metadataJson) as Event['metadata'];
-  if (record.dedupeKey !== null) event.dedupe_key = record.dedupeKey;
-  event.created_at = isoTime(record.createdAt);
-  if (record.acknowledgedAt !== null) event.acknowledged_at = isoTime(record.acknowledgedAt);
-  return event;
-}
-
-/** A page as read from storage, before a transport renders it (toPage, or pageJson for HTTP). */
-export interface RecordPage {
-  records: EventRecord[];
-  hasMore: boolean;
-  /** The cursor the page was asked from: next_cursor when the page is empty. */
-  after: number;
-}
-
-const nextCursor = (page: RecordPage) =>
-  page.records.length > 0 ? page.records[page.records.length - 1].sequence : page.after;
-
-export function toPage(page: RecordPage): EventPage {
-  return {
-    events: page.records.map((record) => toWireEvent(record)),
-    next_cursor: nextCursor(page),
-    has_more: page.hasMore,
-  };
-}
-
-/** The JSON text of toPage(page), with each event's stored data spliced in unparsed. */
-export function pageJson(page: RecordPage): string {
-  return `{"events":[${page.records.map(eventJson).join(',')}],"next_cursor":${nextCursor(page)},"has_more":${page.hasMore}}`;
-}
-
-/** Depth of a parsed JSON value, iteratively (a hostile payload must not blow the stack). */
-export function jsonDepthExceeds(value: unknown, max: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop()!;
-    if (node === null || typeof node !== 'object') continue;
-    if (depth > max) return true;
-    for (const child of Array.isArray(node) ? node : Object.values(node)) {
-      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
-    }
-  }
-  return false;
-}
-
-/** Parses "Bearer <token>" (scheme case-insensitive, docs/api.md §5). */
-export function bearerToken(header: string | undefined): string | undefined {
-  const match = header ? /^\s*bearer\s+(\S+)\s*$/i.exec(header) : null;
-  return match ? match[1] : undefined;
-}
 
 export class RoostService {
   private readonly now: Clock;

@@ -28,7 +28,7 @@ import { inspectRoutes } from './routes/inspect.js';
 import { opsRoutes } from './routes/ops.js';
 import { streamRoutes } from './routes/stream.js';
 import { llmsRoutes } from './routes/llms.js';
-import { mcpRoutes } from '../mcp/route.js';
+import { mcpRoutes } from './routes/mcp.js';
 
 export interface AppDeps {
   config: Config;

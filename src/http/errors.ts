@@ -6,7 +6,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { RoostError } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
-import { redactUrl } from './redact.js';
+import { redactUrl } from '../redact.js';
 
 interface AjvError {
   instancePath?: string;

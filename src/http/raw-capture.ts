@@ -6,7 +6,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { TextDecoder } from 'node:util';
 import { invalidRequest } from '../core/errors.js';
 import { MAX_JSON_DEPTH } from '../core/limits.js';
-import { jsonDepthExceeds, type DeliveryInput } from '../core/service.js';
+import { jsonDepthExceeds } from '../core/json-depth.js';
+import type { DeliveryInput } from '../core/service.js';
 import { isJsonMediaType } from './body.js';
 
 export const RAW_EVENT_TYPE = 'webhook.received';

@@ -4,7 +4,8 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { RoostError, invalidRequest, unauthorized } from '../core/errors.js';
-import { bearerToken, toPage, type ListOptions, type RoostService } from '../core/service.js';
+import type { ListOptions, RoostService } from '../core/service.js';
+import { bearerToken, toPage } from '../core/wire.js';
 import type { CreateViewToken, RotateInboxSecret, UpdateAddress } from '../credential-schemas.js';
 import {
   UNTRUSTED_NOTICE,

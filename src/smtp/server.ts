@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../config.js';
 import { RoostError } from '../core/errors.js';
+import { EVENT_CAPACITY } from '../core/limits.js';
 import type { RoostService } from '../core/service.js';
 import type { AddressRecord } from '../storage/storage.js';
 import type { DnsResolver } from './authenticate.js';
@@ -109,7 +110,7 @@ export async function startSmtpServer(
     // Unknown, deleted, expired and foreign recipients get one and the same answer: no relaying.
     if (!record) throw reply(550, 'No such mailbox here');
     // docs/api.md §8: a full queue is a temporary refusal; the sender retries this recipient later.
-    if (!room) throw reply(452, 'Mailbox full: the return address holds 1000 unacknowledged events');
+    if (!room) throw reply(452, `Mailbox full: the return address holds ${EVENT_CAPACITY} unacknowledged events`);
   }
 
   async function onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {

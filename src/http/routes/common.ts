@@ -1,7 +1,7 @@
 // Pieces shared by the route modules: the Error response schemas for OpenAPI, and the
 // bearer credential of a request.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { bearerToken } from '../../core/service.js';
+import { bearerToken } from '../../core/wire.js';
 import { ErrorSchema } from '../../schemas.js';
 
 /** Error responses, keyed by status, for a route's `response` schema. */

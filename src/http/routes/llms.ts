@@ -2,7 +2,7 @@
 // the flow over REST (curl) and over MCP, the credentials rule, the cursor/ack model.
 // Built per request from the configured base URL, which is only final after listening.
 import type { FastifyInstance } from 'fastify';
-import { LIMIT_DEFAULT, LIMIT_MAX, WAIT_MAX_SECONDS } from '../../core/limits.js';
+import { EVENT_CAPACITY, LIMIT_DEFAULT, LIMIT_MAX, WAIT_MAX_SECONDS } from '../../core/limits.js';
 
 export function llmsText(base: string): string {
   return `# Roost
@@ -69,7 +69,7 @@ export function llmsText(base: string): string {
 - Pass next_cursor as the next after, and persist it: a later run resumes there.
   has_more=true means read again at once.
 - wait=N (0-${WAIT_MAX_SECONDS}) holds the request until the first new event or N seconds.
-- Acknowledged events stay readable (acknowledged_at is set). The queue holds 1,000
+- Acknowledged events stay readable (acknowledged_at is set). The queue holds ${EVENT_CAPACITY}
   events; the oldest acknowledged ones make room, unacknowledged ones are never dropped
   (deliveries are refused with queue_full instead). Events are kept 30 days.
 

@@ -2,8 +2,14 @@
 // the route that matched them, with secret parameters and credential-like query values
 // cut out; and every finished log line is scrubbed of anything shaped like a secret,
 // wherever it sits (a header echoed in an error, a percent-encoded path, a message).
-import type { FastifyRequest } from 'fastify';
-import { ENCODED_SECRET_SHAPE, SECRET_SHAPE } from '../core/secrets.js';
+import { ENCODED_SECRET_SHAPE, SECRET_SHAPE } from './core/secrets.js';
+
+/** What redactRequestUrl reads of a routed request (Fastify's request has these fields). */
+export interface RoutedRequest {
+  url: string;
+  routeOptions?: { url?: string };
+  params?: unknown;
+}
 
 const REDACTED = '[REDACTED]';
 /** Route parameters that hold a secret. */
@@ -52,7 +58,7 @@ export function redactUrl(url: string): string {
 }
 
 /** The URL of a routed request as its route's pattern, parameters filled in and secret ones cut out. */
-export function redactRequestUrl(request: FastifyRequest): string {
+export function redactRequestUrl(request: RoutedRequest): string {
   const pattern = request.routeOptions?.url;
   const params = request.params as Record<string, string> | undefined;
   if (pattern === undefined || params === undefined) return redactUrl(request.url);

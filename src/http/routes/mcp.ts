@@ -6,11 +6,11 @@
 // a 5xx for a client's mistake (docs/api.md §6, last paragraph).
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { RoostError } from '../core/errors.js';
-import { isJsonMediaType, mediaType, rawBody } from '../http/body.js';
-import { AddressParamsSchema } from '../http/routes/addresses.js';
-import { clientGone, optionalBearerSecurity } from '../http/routes/common.js';
-import { clientKey } from '../http/client-ip.js';
+import { RoostError } from '../../core/errors.js';
+import { isJsonMediaType, mediaType, rawBody } from '../body.js';
+import { AddressParamsSchema } from './addresses.js';
+import { clientGone, optionalBearerSecurity } from './common.js';
+import { clientKey } from '../client-ip.js';
 
 /** JSON-RPC 2.0's own error codes, and the SDK's "server error" for transport-level refusals. */
 const ErrorCode = { ParseError: -32700, InvalidRequest: -32600, InternalError: -32603 } as const;
@@ -22,17 +22,18 @@ const SERVER_ERROR = -32000;
  */
 let sdk:
   | Promise<{
-      buildMcpServer: typeof import('./server.js').buildMcpServer;
+      buildMcpServer: typeof import('../../mcp/server.js').buildMcpServer;
       Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
     }>
   | undefined;
 const loadSdk = () =>
-  (sdk ??= Promise.all([import('./server.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]).then(
-    ([server, http]) => ({
-      buildMcpServer: server.buildMcpServer,
-      Transport: http.StreamableHTTPServerTransport,
-    }),
-  ));
+  (sdk ??= Promise.all([
+    import('../../mcp/server.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+  ]).then(([server, http]) => ({
+    buildMcpServer: server.buildMcpServer,
+    Transport: http.StreamableHTTPServerTransport,
+  })));
 
 function jsonRpcError(
   reply: FastifyReply,
