@@ -111,7 +111,15 @@ describe('MCP tools', () => {
     for (const tool of bound.tools) assert.ok(!(tool.inputSchema.required ?? []).includes('address_id'), tool.name);
   });
 
-  let created: any;
+  /** A fresh address made over MCP: no test depends on what another one left behind. */
+  const createdOverMcp = async () =>
+    assertOk(
+      await call(await open('/mcp'), 'create_return_address', {
+        name: 'MCP test',
+        task_id: 't-1',
+        expires_in_seconds: 3600,
+      }),
+    );
 
   it('create_return_address on /mcp returns the full creation response, usable over REST', async () => {
     const result = await call(await open('/mcp'), 'create_return_address', {
@@ -119,7 +127,7 @@ describe('MCP tools', () => {
       task_id: 't-1',
       expires_in_seconds: 3600,
     });
-    created = assertOk(result);
+    const created = assertOk(result);
     assert.deepEqual(Object.keys(created).sort(), ['address', 'credentials', 'endpoints']);
     assert.match(created.address.id, /^addr_/);
     assert.equal(created.address.name, 'MCP test');
@@ -137,6 +145,7 @@ describe('MCP tools', () => {
   });
 
   it('poll_events on mcp_url is held until an HTTP delivery wakes it', async () => {
+    const created = await createdOverMcp();
     const client = await open(new URL(created.endpoints.mcp_url).pathname, created.credentials.read_token);
     const heldBefore = server.roost.waiters.held;
     const polled = call(client, 'poll_events', { after: 0, wait: 25 });
@@ -156,9 +165,10 @@ describe('MCP tools', () => {
   });
 
   it('ack_event acknowledges one event, then a run up to a sequence', async () => {
+    const created = await createdOverMcp();
     const client = await open(new URL(created.endpoints.mcp_url).pathname, created.credentials.read_token);
     const inbox = `${server.url}${new URL(created.endpoints.inbox_url).pathname}`;
-    for (const i of [2, 3, 4]) assert.equal((await deliver(inbox, { data: { i } })).status, 202);
+    for (const i of [1, 2, 3, 4]) assert.equal((await deliver(inbox, { data: { i } })).status, 202);
     const page = assertOk(await call(client, 'poll_events', { after: 0, limit: 2 }));
     assert.deepEqual([page.events.length, page.next_cursor, page.has_more], [2, 2, true]);
 
@@ -193,6 +203,7 @@ describe('MCP tools', () => {
   });
 
   it('credentials: header or read_token argument; missing, wrong or disagreeing ones are unauthorized', async () => {
+    const created = await createdOverMcp();
     const id = created.address.id;
     const token = created.credentials.read_token;
     const other = await createAddress(server.url);
@@ -227,6 +238,7 @@ describe('MCP tools', () => {
   });
 
   it('invalid arguments are invalid_request tool errors naming the argument', async () => {
+    const created = await createdOverMcp();
     const client = await open(`/mcp/${created.address.id}`, created.credentials.read_token);
     for (const [args, field] of [
       [{ limit: 0 }, 'limit'],
@@ -272,6 +284,7 @@ describe('MCP tools', () => {
   });
 
   it('delete_return_address removes the address; later calls answer address_not_found', async () => {
+    const created = await createdOverMcp();
     const client = await open(`/mcp/${created.address.id}`, created.credentials.read_token);
     assert.deepEqual(assertOk(await call(client, 'delete_return_address')), {
       deleted: true,
