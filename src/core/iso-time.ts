@@ -1,6 +1,5 @@
-// Timestamps as the API writes them (ISO 8601, UTC, milliseconds). Date#toISOString costs
-// ~0.5 µs, and a page of 100 events wrote one or two per event (~10% of the CPU of reading
-// pages in the bench). Events that are read together were mostly created within the same
+// Timestamps as the API writes them (ISO 8601, UTC, milliseconds). Date#toISOString showed in
+// the profile of reading pages, which write one or two per event. Events that are read together were mostly created within the same
 // second, so the part up to the second is kept from the last call and only the
 // milliseconds are written each time.
 

@@ -47,13 +47,12 @@ declare module 'fastify' {
 
 /**
  * The access log: one line per answered request (redacted URL, status, time) instead of
- * Fastify's two ("incoming request" + "request completed"); at the default LOG_LEVEL=info
- * the pair cost ~10% of the CPU of ingest (see bench/).
+ * Fastify's two ("incoming request" + "request completed"), which showed in ingest's profile.
  */
 class AccessLog extends LogController {
   /**
-   * Successful requests are logged without pino's redaction pass (~2% of the CPU of ingest):
-   * the line is built here from fields that hold no secret — the req serializer cuts the
+   * Successful requests are logged without pino's redaction pass, which showed in ingest's
+   * profile: the line is built here from fields that hold no secret — the req serializer cuts the
    * inbox secret out of the URL and keeps no header. Errors keep the redacting logger.
    */
   private readonly plain: Logger;

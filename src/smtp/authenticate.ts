@@ -4,7 +4,7 @@
 // come from the event loop (processor.ts), which bounds their number and their time.
 import { getDomain } from 'tldts';
 
-/** mailauth (~30 MiB with its dependencies) is loaded with the first message, not at start. */
+/** mailauth and its dependencies are loaded with the first message, not at start: a service without mail need not carry them. */
 let mailauth: Promise<typeof import('mailauth')> | undefined;
 const loadMailauth = () => (mailauth ??= import('mailauth'));
 

@@ -17,8 +17,8 @@ const ErrorCode = { ParseError: -32700, InvalidRequest: -32600, InternalError: -
 const SERVER_ERROR = -32000;
 
 /**
- * The MCP SDK (and zod with it) is loaded by the first MCP request, not at start: it is
- * ~25 MiB of the idle process, which a service that never sees an MCP client need not carry.
+ * The MCP SDK (and zod with it) is loaded by the first MCP request, not at start: a large
+ * part of the idle process, which a service that never sees an MCP client need not carry.
  */
 let sdk:
   | Promise<{
