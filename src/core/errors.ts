@@ -79,6 +79,17 @@ export const inboxNotFound = () =>
 export const eventNotFound = () =>
   new RoostError('event_not_found', 404, 'No event with this id exists in this return address.');
 
+/** A refused creation (docs/api.md §9): Retry-After in whole seconds, at least 1. */
+export const rateLimited = (retryAfterMs: number) => {
+  const retryAfter = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new RoostError(
+    'rate_limited',
+    429,
+    `Too many return addresses created from this client; retry in ${retryAfter} s.`,
+    { 'Retry-After': String(retryAfter) },
+  );
+};
+
 export const queueFull = (retryAfterSeconds: number) =>
   new RoostError(
     'queue_full',

@@ -3,7 +3,7 @@
 // and result schemas, annotations and text rendering. No second implementation.
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { RoostError, invalidRequest, unauthorized } from '../core/errors.js';
+import { RoostError, invalidRequest, rateLimited, unauthorized } from '../core/errors.js';
 import type { ListOptions, RoostService } from '../core/service.js';
 import { bearerToken, toPage } from '../core/wire.js';
 import type { CreateViewToken, RotateInboxSecret, UpdateAddress } from '../credential-schemas.js';
@@ -118,14 +118,7 @@ const createTool = defineTool({
   },
   async admit(context) {
     const bucket = await context.service.takeCreateToken(context.clientIp);
-    if (!bucket.allowed) {
-      const retryAfter = Math.max(1, Math.ceil(bucket.retryAfterMs / 1000));
-      throw new RoostError(
-        'rate_limited',
-        429,
-        `Too many return addresses created from this client; retry in ${retryAfter} s.`,
-      );
-    }
+    if (!bucket.allowed) throw rateLimited(bucket.retryAfterMs);
   },
   async run(args, context) {
     const created = await context.service.createAddress(args);

@@ -1,7 +1,7 @@
 // POST /api/v1/addresses (create, rate-limited), GET, PATCH and DELETE /api/v1/addresses/{id}.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { RoostError } from '../../core/errors.js';
+import { rateLimited } from '../../core/errors.js';
 import {
   AddressResponseSchema,
   CreateAddressResponseSchema,
@@ -35,17 +35,7 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
       reply.header('RateLimit-Limit', app.roost.config.createRate.limit);
       reply.header('RateLimit-Remaining', bucket.remaining);
       reply.header('RateLimit-Reset', Math.ceil(bucket.resetMs / 1000));
-      if (!bucket.allowed) {
-        const retryAfter = Math.max(1, Math.ceil(bucket.retryAfterMs / 1000));
-        throw new RoostError(
-          'rate_limited',
-          429,
-          `Too many return addresses created from this client; retry in ${retryAfter} s.`,
-          {
-            'Retry-After': String(retryAfter),
-          },
-        );
-      }
+      if (!bucket.allowed) throw rateLimited(bucket.retryAfterMs);
     },
     preValidation: async (request) => {
       const body = decodeJsonBody(request, { optional: true });
