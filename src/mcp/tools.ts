@@ -4,6 +4,7 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { RoostError, invalidRequest, rateLimited, unauthorized } from '../core/errors.js';
+import { EVENT_CAPACITY } from '../core/limits.js';
 import type { ListOptions, RoostService } from '../core/service.js';
 import { bearerToken, toPage } from '../core/wire.js';
 import type { CreateViewToken, RotateInboxSecret, UpdateAddress } from '../credential-schemas.js';
@@ -182,7 +183,7 @@ function ackTool(bound: boolean) {
     description:
       'Mark events as handled. Give event_id to acknowledge one event (result: { event }), or up_to_sequence to acknowledge every event ' +
       'whose sequence is at most that number (result: { acknowledged, up_to_sequence }, the count newly acknowledged). ' +
-      'Acknowledging again is harmless. Acknowledged events stay readable; when the queue reaches 1,000 events the oldest ' +
+      `Acknowledging again is harmless. Acknowledged events stay readable; when the queue reaches ${EVENT_CAPACITY} events the oldest ` +
       'acknowledged ones make room, and unacknowledged ones are never dropped, so acknowledge what you have handled.',
     input: ackInput(bound),
     output: ackOutput,
