@@ -51,20 +51,23 @@ export function sameText(provided: string, expected: string): boolean {
 }
 
 /**
- * The index of the first secret whose signature is among those provided, or -1. Every
- * secret and every provided signature is compared (no early exit on a match).
+ * The index of the first secret whose signature (or one of its signatures, when the scheme
+ * allows several forms) is among those provided, or -1. Every secret and every provided
+ * signature is compared (no early exit on a match).
  */
 export function matchingSecret(
   secrets: readonly string[],
   provided: readonly Buffer[],
-  sign: (secret: string) => Buffer | undefined,
+  sign: (secret: string) => Buffer | readonly Buffer[] | undefined,
 ): number {
   let found = -1;
   secrets.forEach((secret, index) => {
-    const expected = sign(secret);
-    if (expected === undefined) return;
+    const signed = sign(secret);
+    if (signed === undefined) return;
     let match = false;
-    for (const signature of provided) match = sameBytes(signature, expected) || match;
+    for (const expected of Buffer.isBuffer(signed) ? [signed] : signed) {
+      for (const signature of provided) match = sameBytes(signature, expected) || match;
+    }
     if (match && found === -1) found = index;
   });
   return found;
