@@ -7,17 +7,24 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { LinearWebhookClient } from '@linear/sdk/webhooks';
 import fc from 'fast-check';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import { Webhook as SvixWebhook } from 'svix';
 import twilio from 'twilio';
 import type { SenderProvider, SenderRequest, SenderSettings, SenderVerdict } from '../src/core/senders/provider.js';
+import { dropboxProvider } from '../src/core/senders/providers/dropbox.js';
+import { linearProvider } from '../src/core/senders/providers/linear.js';
+import { metaProvider } from '../src/core/senders/providers/meta.js';
+import { microsoftGraphProvider } from '../src/core/senders/providers/microsoft-graph.js';
 import { shopifyProvider } from '../src/core/senders/providers/shopify.js';
 import { slackProvider } from '../src/core/senders/providers/slack.js';
 import { standardWebhooksProvider } from '../src/core/senders/providers/standard-webhooks.js';
 import { stripeProvider } from '../src/core/senders/providers/stripe.js';
 import { twilioProvider } from '../src/core/senders/providers/twilio.js';
+import { twitchProvider } from '../src/core/senders/providers/twitch.js';
+import { zoomProvider } from '../src/core/senders/providers/zoom.js';
 
 const NOW_MS = Date.UTC(2026, 0, 15, 12, 0, 0);
 const NOW_S = Math.floor(NOW_MS / 1000);
@@ -58,7 +65,12 @@ function hex(algorithm: string, key: string | Buffer, data: string | Buffer): st
 }
 
 function assertVerified(verdict: SenderVerdict, type: string | undefined, key: string | undefined): void {
-  assert.deepEqual(verdict, { kind: 'event', verified: true, type, idempotencyKey: key });
+  assert.equal(verdict.kind, 'event');
+  const { kind, verified, type: actualType, idempotencyKey, ...rest } = verdict;
+  assert.deepEqual(
+    { kind, verified, type: actualType, idempotencyKey, rest },
+    { kind: 'event', verified: true, type, idempotencyKey: key, rest: {} },
+  );
 }
 
 function assertFailure(verdict: SenderVerdict, reason: string): void {
@@ -653,5 +665,523 @@ describe('twilio', () => {
       ['x-twilio-signature', 'content-type', 'i-twilio-idempotency-token'],
       settings([token]),
     );
+  });
+});
+
+// https://developers.facebook.com/docs/graph-api/webhooks/getting-started (the verification
+// request and the X-Hub-Signature-256 payload signature).
+describe('meta', () => {
+  const secret = 'meta_app_secret_one';
+  const older = 'meta_app_secret_two';
+  const verifyToken = 'meta-verify-token';
+  const payload = JSON.stringify({
+    object: 'whatsapp_business_account',
+    entry: [{ id: '1', changes: [{ field: 'messages', value: { messages: [{ id: 'wamid.1' }] } }] }],
+  });
+  const signed = (body: string | Buffer, key: string) =>
+    request({ body, headers: { 'x-hub-signature-256': `sha256=${hex('sha256', key, body)}` } });
+  const handshake = (query: string) => request({ method: 'GET', url: `https://roost.example/in/x?${query}` });
+
+  test('the subscription GET is answered with hub.challenge when the verify token matches', () => {
+    const verdict = metaProvider.verify(
+      handshake('hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=meta-verify-token'),
+      settings([secret], { verifyToken }),
+      NOW_MS,
+    );
+    assert.deepEqual(verdict, {
+      kind: 'handshake',
+      status: 200,
+      contentType: 'text/plain; charset=utf-8',
+      body: '1158201444',
+    });
+  });
+
+  test('a wrong or absent verify token is a verification failure; another GET is not allowed', () => {
+    const query = 'hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=';
+    assertFailure(
+      metaProvider.verify(handshake(`${query}guess`), settings([secret], { verifyToken }), NOW_MS),
+      'mismatch',
+    );
+    assertFailure(
+      metaProvider.verify(handshake(`${query}meta-verify-token-longer`), settings([secret], { verifyToken }), NOW_MS),
+      'mismatch',
+    );
+    assertFailure(
+      metaProvider.verify(handshake(query), settings([secret], { verifyToken }), NOW_MS),
+      'missing_signature',
+    );
+    assertFailure(
+      metaProvider.verify(handshake(`${query}meta-verify-token`), settings([secret]), NOW_MS),
+      'missing_signature',
+    );
+    assert.deepEqual(
+      metaProvider.verify(
+        handshake('hub.challenge=1&hub.verify_token=meta-verify-token'),
+        settings([secret], { verifyToken }),
+        NOW_MS,
+      ),
+      { kind: 'not_allowed' },
+    );
+    assert.deepEqual(metaProvider.verify(request({ method: 'GET' }), settings([secret], { verifyToken }), NOW_MS), {
+      kind: 'not_allowed',
+    });
+    const long = `hub.mode=subscribe&hub.verify_token=meta-verify-token&hub.challenge=${'9'.repeat(1025)}`;
+    assert.equal(metaProvider.verify(handshake(long), settings([secret], { verifyToken }), NOW_MS).kind, 'handshake');
+    assert.equal(
+      (metaProvider.verify(handshake(long), settings([secret], { verifyToken }), NOW_MS) as { status: number }).status,
+      400,
+    );
+  });
+
+  test('a POST signed with the app secret verifies, typed by object and field', () => {
+    assertVerified(
+      metaProvider.verify(signed(payload, secret), settings([secret]), NOW_MS),
+      'meta.whatsapp_business_account.messages',
+      undefined,
+    );
+    const messenger = JSON.stringify({ object: 'page', entry: [{ id: '1', messaging: [{ message: { mid: 'm1' } }] }] });
+    assertVerified(
+      metaProvider.verify(signed(messenger, secret), settings([secret]), NOW_MS),
+      'meta.page.messaging',
+      undefined,
+    );
+  });
+
+  test('a wrong secret, one altered byte: mismatch; no header or a sha1 one: missing_signature; the second secret verifies', () => {
+    assertFailure(metaProvider.verify(signed(payload, older), settings([secret]), NOW_MS), 'mismatch');
+    const { headers } = signed(payload, secret);
+    assertFailure(
+      metaProvider.verify(request({ body: altered(payload), headers }), settings([secret]), NOW_MS),
+      'mismatch',
+    );
+    assertFailure(metaProvider.verify(request({ body: payload }), settings([secret]), NOW_MS), 'missing_signature');
+    const sha1 = { 'x-hub-signature': `sha1=${hex('sha1', secret, payload)}` };
+    assertFailure(
+      metaProvider.verify(request({ body: payload, headers: sha1 }), settings([secret]), NOW_MS),
+      'missing_signature',
+    );
+    assertVerified(
+      metaProvider.verify(signed(payload, older), settings([secret, older]), NOW_MS),
+      'meta.whatsapp_business_account.messages',
+      undefined,
+    );
+  });
+
+  test('hostile input never throws', () => {
+    neverThrows(metaProvider, ['x-hub-signature-256'], settings([secret], { verifyToken }));
+  });
+});
+
+// https://learn.microsoft.com/en-us/graph/change-notifications-delivery-webhooks (endpoint
+// validation: 200 text/plain with the decoded validationToken; clientState on each notification).
+describe('microsoft_graph', () => {
+  const secret = 'graph-client-state-one';
+  const older = 'graph-client-state-two';
+  const notification = (clientState: unknown, changeType = 'created') => ({
+    subscriptionId: '7f105c7d-2dc5-4530-97cd-4e7ae6534c07',
+    subscriptionExpirationDateTime: '2026-01-16T12:00:00Z',
+    changeType,
+    resource: 'Users/1/Messages/2',
+    clientState,
+    tenantId: '84bd8158-6d4d-4958-8b9f-9d6445542f95',
+  });
+  const batch = (...items: unknown[]) =>
+    request({ body: JSON.stringify({ value: items }), headers: { 'content-type': 'application/json' } });
+
+  test('the validation POST is answered 200 text/plain with the URL-decoded token', () => {
+    const token =
+      'Validation: Testing client application reachability for subscription Request-Id: 8a4cf5a4-2f2c-4b3c-a8c1-52a35e3b3c65';
+    const url = `https://roost.example/in/x?validationToken=${encodeURIComponent(token)}`;
+    assert.deepEqual(microsoftGraphProvider.verify(request({ url }), settings([secret]), NOW_MS), {
+      kind: 'handshake',
+      status: 200,
+      contentType: 'text/plain; charset=utf-8',
+      body: token,
+    });
+    const hostile = `https://roost.example/in/x?validationToken=${encodeURIComponent('<script>\n')}`;
+    assert.equal(
+      (microsoftGraphProvider.verify(request({ url: hostile }), settings([secret]), NOW_MS) as { status: number })
+        .status,
+      400,
+    );
+    assert.deepEqual(microsoftGraphProvider.verify(request({ method: 'GET', url }), settings([secret]), NOW_MS), {
+      kind: 'not_allowed',
+    });
+  });
+
+  test('notifications whose clientState is a secret verify, typed by changeType or lifecycleEvent', () => {
+    assertVerified(
+      microsoftGraphProvider.verify(
+        batch(notification(secret), notification(secret, 'updated')),
+        settings([secret]),
+        NOW_MS,
+      ),
+      'microsoft_graph.created',
+      undefined,
+    );
+    assertVerified(
+      microsoftGraphProvider.verify(batch(notification(older, 'deleted')), settings([secret, older]), NOW_MS),
+      'microsoft_graph.deleted',
+      undefined,
+    );
+    const lifecycle = { subscriptionId: 'x', lifecycleEvent: 'reauthorizationRequired', clientState: secret };
+    assertVerified(
+      microsoftGraphProvider.verify(batch(lifecycle), settings([secret]), NOW_MS),
+      'microsoft_graph.reauthorizationRequired',
+      undefined,
+    );
+  });
+
+  test('another clientState in any notification: mismatch; none, or no notifications: missing_signature', () => {
+    assertFailure(microsoftGraphProvider.verify(batch(notification('guess')), settings([secret]), NOW_MS), 'mismatch');
+    assertFailure(
+      microsoftGraphProvider.verify(
+        batch(notification(secret), notification(`${secret}x`)),
+        settings([secret]),
+        NOW_MS,
+      ),
+      'mismatch',
+    );
+    assertFailure(
+      microsoftGraphProvider.verify(batch(notification(undefined)), settings([secret]), NOW_MS),
+      'missing_signature',
+    );
+    assertFailure(
+      microsoftGraphProvider.verify(batch(notification(7)), settings([secret]), NOW_MS),
+      'missing_signature',
+    );
+    assertFailure(microsoftGraphProvider.verify(batch(), settings([secret]), NOW_MS), 'missing_signature');
+    assertFailure(
+      microsoftGraphProvider.verify(request({ body: 'not json' }), settings([secret]), NOW_MS),
+      'missing_signature',
+    );
+  });
+
+  test('hostile input never throws', () => {
+    neverThrows(microsoftGraphProvider, ['content-type'], settings([secret]));
+  });
+});
+
+// https://developers.zoom.us/docs/api/webhooks/#verify-webhook-events and
+// https://developers.zoom.us/docs/api/webhooks/#validate-your-webhook-endpoint
+describe('zoom', () => {
+  const secret = 'zoom_secret_token_one';
+  const older = 'zoom_secret_token_two';
+  const payload = JSON.stringify({
+    event: 'meeting.started',
+    event_ts: NOW_MS,
+    payload: { account_id: 'a', object: { id: 1 } },
+  });
+  const signed = (body: string | Buffer, key: string, timestamp = NOW_S) =>
+    request({
+      body,
+      headers: {
+        'x-zm-request-timestamp': String(timestamp),
+        'x-zm-signature': `v0=${hex('sha256', key, Buffer.concat([Buffer.from(`v0:${timestamp}:`), Buffer.from(body)]))}`,
+      },
+    });
+
+  test('a signed event verifies with its type', () => {
+    assertVerified(
+      zoomProvider.verify(signed(payload, secret), settings([secret]), NOW_MS),
+      'zoom.meeting.started',
+      undefined,
+    );
+  });
+
+  test('a wrong secret, one altered byte: mismatch; stale: stale_timestamp; no header: missing_signature', () => {
+    assertFailure(zoomProvider.verify(signed(payload, older), settings([secret]), NOW_MS), 'mismatch');
+    const { headers } = signed(payload, secret);
+    assertFailure(
+      zoomProvider.verify(request({ body: altered(payload), headers }), settings([secret]), NOW_MS),
+      'mismatch',
+    );
+    assertFailure(
+      zoomProvider.verify(signed(payload, secret, NOW_S - 301), settings([secret]), NOW_MS),
+      'stale_timestamp',
+    );
+    for (const drop of ['x-zm-signature', 'x-zm-request-timestamp']) {
+      assertFailure(
+        zoomProvider.verify(
+          request({ body: payload, headers: { ...headers, [drop]: undefined } }),
+          settings([secret]),
+          NOW_MS,
+        ),
+        'missing_signature',
+      );
+    }
+  });
+
+  test('endpoint.url_validation, once verified, is answered with plainToken and its HMAC under the verifying secret', () => {
+    const body = JSON.stringify({
+      payload: { plainToken: 'qgg8vlvZRS6UYooatFL8Aw' },
+      event_ts: NOW_MS,
+      event: 'endpoint.url_validation',
+    });
+    for (const [secrets, key] of [
+      [[secret], secret],
+      [[secret, older], older],
+    ] as const) {
+      const verdict = zoomProvider.verify(signed(body, key), settings([...secrets]), NOW_MS);
+      assert.equal(verdict.kind, 'handshake');
+      assert.equal(verdict.kind === 'handshake' && verdict.status, 200);
+      assert.equal(verdict.kind === 'handshake' && verdict.contentType, 'application/json; charset=utf-8');
+      assert.deepEqual(verdict.kind === 'handshake' && JSON.parse(verdict.body), {
+        plainToken: 'qgg8vlvZRS6UYooatFL8Aw',
+        encryptedToken: hex('sha256', key, 'qgg8vlvZRS6UYooatFL8Aw'),
+      });
+    }
+    assertFailure(zoomProvider.verify(request({ body }), settings([secret]), NOW_MS), 'missing_signature');
+    assertFailure(zoomProvider.verify(signed(body, 'other'), settings([secret]), NOW_MS), 'mismatch');
+  });
+
+  test('the second secret verifies; a GET is not allowed; hostile input never throws', () => {
+    assertVerified(
+      zoomProvider.verify(signed(payload, older), settings([secret, older]), NOW_MS),
+      'zoom.meeting.started',
+      undefined,
+    );
+    assert.deepEqual(zoomProvider.verify(request({ method: 'GET' }), settings([secret]), NOW_MS), {
+      kind: 'not_allowed',
+    });
+    neverThrows(zoomProvider, ['x-zm-signature', 'x-zm-request-timestamp'], settings([secret]));
+  });
+});
+
+// https://www.dropbox.com/developers/reference/webhooks (the verification request and
+// X-Dropbox-Signature).
+describe('dropbox', () => {
+  const secret = 'dropbox_app_secret_one';
+  const older = 'dropbox_app_secret_two';
+  const payload = JSON.stringify({
+    list_folder: { accounts: ['dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc'] },
+    delta: { users: [12345678] },
+  });
+  const signed = (body: string | Buffer, key: string) =>
+    request({ body, headers: { 'x-dropbox-signature': hex('sha256', key, body) } });
+
+  test('the verification GET echoes the challenge as text/plain', () => {
+    const verdict = dropboxProvider.verify(
+      request({ method: 'GET', url: 'https://roost.example/in/x?challenge=abc123' }),
+      settings([secret]),
+      NOW_MS,
+    );
+    assert.deepEqual(verdict, {
+      kind: 'handshake',
+      status: 200,
+      contentType: 'text/plain; charset=utf-8',
+      body: 'abc123',
+    });
+    assert.deepEqual(dropboxProvider.verify(request({ method: 'GET' }), settings([secret]), NOW_MS), {
+      kind: 'not_allowed',
+    });
+    const long = dropboxProvider.verify(
+      request({ method: 'GET', url: `https://roost.example/in/x?challenge=${'a'.repeat(1025)}` }),
+      settings([secret]),
+      NOW_MS,
+    );
+    assert.equal((long as { status: number }).status, 400);
+  });
+
+  test('a signed notification verifies as dropbox.list_folder', () => {
+    assertVerified(
+      dropboxProvider.verify(signed(payload, secret), settings([secret]), NOW_MS),
+      'dropbox.list_folder',
+      undefined,
+    );
+  });
+
+  test('a wrong secret, one altered byte: mismatch; no header: missing_signature; the second secret verifies', () => {
+    assertFailure(dropboxProvider.verify(signed(payload, older), settings([secret]), NOW_MS), 'mismatch');
+    const { headers } = signed(payload, secret);
+    assertFailure(
+      dropboxProvider.verify(request({ body: altered(payload), headers }), settings([secret]), NOW_MS),
+      'mismatch',
+    );
+    assertFailure(dropboxProvider.verify(request({ body: payload }), settings([secret]), NOW_MS), 'missing_signature');
+    assertVerified(
+      dropboxProvider.verify(signed(payload, older), settings([secret, older]), NOW_MS),
+      'dropbox.list_folder',
+      undefined,
+    );
+  });
+
+  test('hostile input never throws', () => {
+    neverThrows(dropboxProvider, ['x-dropbox-signature'], settings([secret]));
+  });
+});
+
+// https://dev.twitch.tv/docs/eventsub/handling-webhook-events (verifying the event message,
+// responding to a challenge request).
+describe('twitch', () => {
+  const secret = 'twitch_subscription_secret_one';
+  const older = 'twitch_subscription_secret_two';
+  const id = 'befa7b53-d79d-478f-86b9-120f112b044e';
+  const payload = JSON.stringify({
+    subscription: { id: 'f1c2a387-161a-49f9-a165-0f21d7a4e1c4', type: 'channel.follow', version: '2' },
+    event: { user_id: '1234', broadcaster_user_id: '1337' },
+  });
+  // Twitch's timestamps carry nanoseconds.
+  const stamp = (seconds: number) => new Date(seconds * 1000).toISOString().replace('Z', '234626Z');
+  const signed = (body: string | Buffer, key: string, messageType = 'notification', seconds = NOW_S) => {
+    const timestamp = stamp(seconds);
+    return request({
+      body,
+      headers: {
+        'twitch-eventsub-message-id': id,
+        'twitch-eventsub-message-timestamp': timestamp,
+        'twitch-eventsub-message-signature': `sha256=${hex('sha256', key, Buffer.concat([Buffer.from(id + timestamp), Buffer.from(body)]))}`,
+        'twitch-eventsub-message-type': messageType,
+        'twitch-eventsub-subscription-type': 'channel.follow',
+      },
+    });
+  };
+
+  test('a signed notification verifies with the subscription type and message id', () => {
+    assertVerified(
+      twitchProvider.verify(signed(payload, secret), settings([secret]), NOW_MS),
+      'twitch.channel.follow',
+      id,
+    );
+    assertVerified(
+      twitchProvider.verify(signed(payload, secret, 'revocation'), settings([secret]), NOW_MS),
+      'twitch.revocation',
+      id,
+    );
+  });
+
+  test('webhook_callback_verification, once verified, is answered with the challenge as text/plain', () => {
+    const body = JSON.stringify({
+      challenge: 'pogchamp-kappa-360noscope-vohiyo',
+      subscription: { type: 'channel.follow' },
+    });
+    assert.deepEqual(
+      twitchProvider.verify(signed(body, secret, 'webhook_callback_verification'), settings([secret]), NOW_MS),
+      {
+        kind: 'handshake',
+        status: 200,
+        contentType: 'text/plain; charset=utf-8',
+        body: 'pogchamp-kappa-360noscope-vohiyo',
+      },
+    );
+    assertFailure(
+      twitchProvider.verify(signed(body, older, 'webhook_callback_verification'), settings([secret]), NOW_MS),
+      'mismatch',
+    );
+  });
+
+  test('a wrong secret, one altered byte: mismatch; stale: stale_timestamp; a missing header: missing_signature', () => {
+    assertFailure(twitchProvider.verify(signed(payload, older), settings([secret]), NOW_MS), 'mismatch');
+    const { headers } = signed(payload, secret);
+    assertFailure(
+      twitchProvider.verify(request({ body: altered(payload), headers }), settings([secret]), NOW_MS),
+      'mismatch',
+    );
+    assertFailure(
+      twitchProvider.verify(signed(payload, secret, 'notification', NOW_S - 301), settings([secret]), NOW_MS),
+      'stale_timestamp',
+    );
+    for (const drop of [
+      'twitch-eventsub-message-id',
+      'twitch-eventsub-message-timestamp',
+      'twitch-eventsub-message-signature',
+    ]) {
+      assertFailure(
+        twitchProvider.verify(
+          request({ body: payload, headers: { ...headers, [drop]: undefined } }),
+          settings([secret]),
+          NOW_MS,
+        ),
+        'missing_signature',
+      );
+    }
+    const unparsable = { ...headers, 'twitch-eventsub-message-timestamp': 'yesterday' };
+    assertFailure(
+      twitchProvider.verify(request({ body: payload, headers: unparsable }), settings([secret]), NOW_MS),
+      'missing_signature',
+    );
+  });
+
+  test('the second secret verifies; a GET is not allowed; hostile input never throws', () => {
+    assertVerified(
+      twitchProvider.verify(signed(payload, older), settings([secret, older]), NOW_MS),
+      'twitch.channel.follow',
+      id,
+    );
+    assert.deepEqual(twitchProvider.verify(request({ method: 'GET' }), settings([secret]), NOW_MS), {
+      kind: 'not_allowed',
+    });
+    neverThrows(
+      twitchProvider,
+      [
+        'twitch-eventsub-message-id',
+        'twitch-eventsub-message-timestamp',
+        'twitch-eventsub-message-signature',
+        'twitch-eventsub-message-type',
+      ],
+      settings([secret]),
+    );
+  });
+});
+
+describe('linear', () => {
+  const secret = 'lin_wh_signing_secret_one';
+  const older = 'lin_wh_signing_secret_two';
+  const delivery = '234d1a4e-b617-4388-90fe-adc3633d6b72';
+  // Linear's SDK checks webhookTimestamp against the real clock, so these bodies are of now.
+  const now = Date.now();
+  const body = (timestamp = now) =>
+    JSON.stringify({
+      action: 'create',
+      type: 'Issue',
+      data: { id: 'i1' },
+      webhookTimestamp: timestamp,
+      webhookId: 'w1',
+    });
+  const signed = (text: string | Buffer, key: string) =>
+    request({
+      body: text,
+      headers: { 'linear-signature': hex('sha256', key, text), 'linear-delivery': delivery, 'linear-event': 'Issue' },
+    });
+
+  test('a delivery that the Linear SDK accepts verifies, typed linear.<type>.<action>, keyed by Linear-Delivery', () => {
+    const payload = body();
+    const { headers } = signed(payload, secret);
+    assert.equal(new LinearWebhookClient(secret).verify(Buffer.from(payload), headers['linear-signature']!), true);
+    assertVerified(
+      linearProvider.verify(signed(payload, secret), settings([secret]), now),
+      'linear.Issue.create',
+      delivery,
+    );
+  });
+
+  test('a wrong secret, one altered byte: mismatch; an old or absent webhookTimestamp: stale_timestamp', () => {
+    const payload = body();
+    assertFailure(linearProvider.verify(signed(payload, older), settings([secret]), now), 'mismatch');
+    assert.throws(() => new LinearWebhookClient(secret).verify(Buffer.from(payload), hex('sha256', older, payload)));
+    const { headers } = signed(payload, secret);
+    assertFailure(
+      linearProvider.verify(request({ body: altered(payload), headers }), settings([secret]), now),
+      'mismatch',
+    );
+    assertFailure(
+      linearProvider.verify(signed(body(now - 301_000), secret), settings([secret]), now),
+      'stale_timestamp',
+    );
+    const untimed = JSON.stringify({ action: 'create', type: 'Issue' });
+    assertFailure(linearProvider.verify(signed(untimed, secret), settings([secret]), now), 'stale_timestamp');
+  });
+
+  test('no signature: missing_signature; the second secret verifies; a GET is not allowed; hostile input never throws', () => {
+    assertFailure(linearProvider.verify(request({ body: body() }), settings([secret]), now), 'missing_signature');
+    assertVerified(
+      linearProvider.verify(signed(body(), older), settings([secret, older]), now),
+      'linear.Issue.create',
+      delivery,
+    );
+    assert.deepEqual(linearProvider.verify(request({ method: 'GET' }), settings([secret]), now), {
+      kind: 'not_allowed',
+    });
+    neverThrows(linearProvider, ['linear-signature', 'linear-delivery'], settings([secret]));
   });
 });
