@@ -31,9 +31,9 @@ function parseSignatureHeader(value: string | undefined): StripeSignature | unde
   const signatures: Buffer[] = [];
   for (const item of value.split(',')) {
     const equals = item.indexOf('=');
+    if (equals < 0) continue;
     const name = item.slice(0, equals).trim();
     const content = item.slice(equals + 1).trim();
-    if (equals < 0) continue;
     if (name === 't') timestamp = unixSeconds(content);
     else if (name === 'v1') {
       const signature = decodeHex(content);
