@@ -1,0 +1,46 @@
+// Zoom (https://developers.zoom.us/docs/api/webhooks/#verify-webhook-events): `x-zm-signature:
+// v0=<hex>` is HMAC-SHA256(secret token, `v0:<x-zm-request-timestamp>:<body>`), the timestamp
+// held to the tolerance. Handshake: a verified `endpoint.url_validation` is answered with JSON
+// `{ plainToken, encryptedToken }`, encryptedToken = hex HMAC-SHA256(the secret that verified,
+// plainToken) (https://developers.zoom.us/docs/api/webhooks/#validate-your-webhook-endpoint).
+// Type: `zoom.` + `event` (zoom.meeting.started); key: none (x-zm-trackingid is per request).
+import type { SenderProvider } from '../provider.js';
+import {
+  eventType,
+  handshakeRefused,
+  header,
+  hmac,
+  isFresh,
+  isRead,
+  jsonHandshake,
+  matchingSecret,
+  member,
+  NOT_ALLOWED,
+  parseJson,
+  prefixedHex,
+  reflectable,
+  unixSeconds,
+  unverified,
+  verified,
+} from './common.js';
+
+export const zoomProvider: SenderProvider = {
+  name: 'zoom',
+  verify(request, settings, nowMs) {
+    if (isRead(request)) return NOT_ALLOWED;
+    const body = parseJson(request.body);
+    const fields = { type: eventType('zoom', member(body, 'event')) };
+    const signature = prefixedHex(header(request, 'x-zm-signature'), 'v0=');
+    const timestamp = unixSeconds(header(request, 'x-zm-request-timestamp'));
+    if (!signature || timestamp === undefined) return unverified('missing_signature', fields);
+    const base = `v0:${timestamp}:`;
+    const index = matchingSecret(settings.secrets, [signature], (secret) => hmac('sha256', secret, base, request.body));
+    if (index < 0) return unverified('mismatch', fields);
+    if (!isFresh(timestamp, nowMs, settings.toleranceSeconds)) return unverified('stale_timestamp', fields);
+    if (member(body, 'event') !== 'endpoint.url_validation') return verified(fields);
+    const plainToken = reflectable(member(member(body, 'payload'), 'plainToken'));
+    if (plainToken === undefined) return handshakeRefused('plainToken');
+    const encryptedToken = hmac('sha256', settings.secrets[index], plainToken).toString('hex');
+    return jsonHandshake({ plainToken, encryptedToken });
+  },
+};
