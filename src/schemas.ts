@@ -122,8 +122,17 @@ export type CreateEvent = Static<typeof CreateEventSchema>;
 export const EventPageSchema = Type.Object(
   {
     events: Type.Array(EventSchema),
-    next_cursor: Type.Integer({ minimum: 0, description: 'Pass as `after` to read on.' }),
-    has_more: Type.Boolean(),
+    next_cursor: Type.Integer({
+      minimum: 0,
+      description:
+        'Pass as `after` to read on: the sequence of the last event returned, or `after` itself when none was (with unacked too).',
+    }),
+    has_more: Type.Boolean({ description: 'More events (unacknowledged ones, with unacked) are past this page.' }),
+    latest_sequence: Type.Integer({
+      minimum: 0,
+      description:
+        'The highest sequence this address has given out (0 before its first event). An `after` above it is a wrong cursor: nothing between would ever be read.',
+    }),
   },
   { title: 'EventPage', additionalProperties: false },
 );
@@ -174,6 +183,14 @@ export const ListEventsQuerySchema = Type.Object({
       maximum: WAIT_MAX_SECONDS,
       default: 0,
       description: 'Long-poll seconds when no event is past `after`.',
+    }),
+  ),
+  unacked: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description:
+        'Only events not yet acknowledged (no acknowledged_at), past `after` as ever; a long poll waits for such an event. ' +
+        'With after=0 it is "everything not handled yet", no cursor needed. In a query: unacked=1 or true (0 or false: every event).',
     }),
   ),
 });
