@@ -192,6 +192,24 @@ describe('MCP tools', () => {
     assertToolError(await call(client, 'ack_event', { event_id: 'evt_nope' }), 'event_not_found');
   });
 
+  it('poll_events with unacked=true returns only what is not acknowledged, with latest_sequence', async () => {
+    // Events 1–3 are acknowledged by now, 4 is not (the test above).
+    const client = await open(new URL(created.endpoints.mcp_url).pathname, created.credentials.read_token);
+    const unacked = assertOk(await call(client, 'poll_events', { after: 0, unacked: true }));
+    assert.deepEqual(
+      unacked.events.map((e: any) => e.sequence),
+      [4],
+    );
+    assert.deepEqual([unacked.next_cursor, unacked.has_more, unacked.latest_sequence], [4, false, 4]);
+    // A cursor past the end: an empty page whose latest_sequence shows it.
+    const lost = assertOk(await call(client, 'poll_events', { after: 999 }));
+    assert.deepEqual([lost.events, lost.next_cursor, lost.latest_sequence], [[], 999, 4]);
+    const tools = await client.listTools();
+    const poll = tools.tools.find((t) => t.name === 'poll_events')!;
+    assert.equal((poll.inputSchema.properties as any).unacked.type, 'boolean');
+    assertToolError(await call(client, 'poll_events', { unacked: 'yes' }), 'invalid_request');
+  });
+
   it('credentials: header or read_token argument; missing, wrong or disagreeing ones are unauthorized', async () => {
     const id = created.address.id;
     const token = created.credentials.read_token;
