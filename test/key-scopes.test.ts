@@ -122,7 +122,7 @@ const OLD_EVENTS = [
   { sequence: 1, type: 'email.received', source: 'email', key: '<mail-1@example.org>', scope: 'email' },
   { sequence: 2, type: 'message.received', source: 'https', key: 'http-key', scope: 'http' },
   { sequence: 3, type: 'message.received', source: 'email', key: 'sender-chose-source', scope: 'http' },
-];
+] as const;
 
 /** After the migration: each old key is found by its own scope only. */
 async function checkMigrated(storage: Storage, addressId: string, ids: string[]) {
@@ -130,7 +130,7 @@ async function checkMigrated(storage: Storage, addressId: string, ids: string[])
     const same = await storage.appendEvent(appendInput(addressId, { dedupeKey: old.key, keyScope: old.scope }), 1000);
     assert.equal(same.status, 'duplicate', `${old.key} in its own scope`);
     assert.equal(same.status === 'duplicate' && same.event.id, ids[i]);
-    const other = old.scope === 'http' ? 'email' : 'http';
+    const other = old.scope === 'http' ? ('email' as const) : ('http' as const);
     const across = await storage.appendEvent(appendInput(addressId, { dedupeKey: old.key, keyScope: other }), 1000);
     assert.equal(across.status, 'created', `${old.key} from the other scope`);
     // The new event is now the one its own scope finds.
