@@ -383,7 +383,8 @@ export class RoostService {
     const unacked = options.unacked === true;
     const maxBytes = this.config.maxPageBytes;
     let release: (() => void) | undefined;
-    let latestSequence = 0;
+    // From the last page read: what a poll answered without a page of its own reports.
+    let latestSequence: number;
     try {
       for (;;) {
         // Register before reading: a commit between the read and the wait still wakes us.
