@@ -64,6 +64,7 @@ export async function prefill(path: string, addresses: number, events: number, s
             dataJson: EVENT_DATA,
             metadataJson: null,
             dedupeKey: null,
+            keyScope: 'http',
             createdAt: Date.now(),
           },
           1000,

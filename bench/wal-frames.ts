@@ -60,7 +60,19 @@ try {
     for (let c = 0; c < count; c++) {
       const batch: AppendTuple[] = Array.from({ length: BATCH }, () => {
         const now = Date.now();
-        return [ids[next++ % ADDRESSES], newEventId(now), 'bench.ping', 'https', data, null, null, now, 1000, 0];
+        return [
+          ids[next++ % ADDRESSES],
+          newEventId(now),
+          'bench.ping',
+          'https',
+          data,
+          null,
+          null,
+          now,
+          1000,
+          0,
+          'http',
+        ];
       });
       writes.appendBatch(batch);
     }

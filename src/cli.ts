@@ -397,12 +397,21 @@ async function openForSave(path: string, force: boolean) {
 }
 
 async function events(
-  flags: ServiceFlags & { after: number; limit?: number; wait?: number; follow?: boolean; ack?: boolean },
+  flags: ServiceFlags & {
+    after: number;
+    limit?: number;
+    wait?: number;
+    follow?: boolean;
+    ack?: boolean;
+    unacked?: boolean;
+  },
 ) {
   const client = await addressClient(flags);
   const signal = stopSignal();
+  const unacked = flags.unacked === true;
   let printed = 0;
   let cursor = flags.after;
+  let latest: number | undefined;
   const take = async (event: Event) => {
     printLine(event);
     printed += 1;
@@ -411,9 +420,12 @@ async function events(
   };
 
   if (flags.follow) {
-    note(`Following ${client.addressId} after ${cursor}${flags.ack ? ', acknowledging' : ''} (Ctrl-C to stop)`);
+    note(
+      `Following ${client.addressId} after ${cursor}${unacked ? ', unacknowledged only' : ''}${flags.ack ? ', acknowledging' : ''} (Ctrl-C to stop)`,
+    );
     const stream = client.events({
       after: cursor,
+      unacked,
       wait: Math.max(1, flags.wait ?? 25),
       signal,
       onRetry: (error, delay) => note(`${error.message}; retrying in ${seconds(delay)}`),
@@ -427,11 +439,12 @@ async function events(
     let wait = flags.wait ?? 0;
     for (;;) {
       const pageSize = Math.min(100, flags.limit === undefined ? 100 : flags.limit - printed);
-      const page = await client.listEvents({ after: cursor, limit: pageSize, wait, signal }).catch((error) => {
+      const page = await client.listEvents({ after: cursor, limit: pageSize, wait, unacked, signal }).catch((error) => {
         if (signal.aborted) return undefined;
         throw error;
       });
       if (!page) break;
+      latest = page.latest_sequence;
       for (const event of page.events) await take(event);
       cursor = Math.max(cursor, page.next_cursor);
       wait = 0;
@@ -439,8 +452,15 @@ async function events(
     }
   }
   note(
-    `${printed} event${printed === 1 ? '' : 's'}${flags.ack && printed ? ', acknowledged' : ''}; next: --after ${cursor}`,
+    `${printed} event${printed === 1 ? '' : 's'}${flags.ack && printed ? ', acknowledged' : ''}; next: --after ${cursor}` +
+      (latest === undefined ? '' : ` (latest sequence ${latest})`),
   );
+  // A cursor past the end of the queue would silently skip every event up to it (docs/api.md §4).
+  // Said even when piped: a warning, not progress.
+  if (latest !== undefined && flags.after > latest)
+    process.stderr.write(
+      `warning: --after ${flags.after} is past the latest sequence ${latest}: events ${latest + 1} to ${flags.after} would never be shown. Use --after 0, or --unacked for whatever is not acknowledged yet.\n`,
+    );
 }
 
 async function send(
@@ -597,6 +617,7 @@ function buildProgram(): Command {
     .option('--wait <seconds>', 'long-poll up to S seconds (0–25) when nothing is new', wholeNumber(0, 25))
     .option('--follow', 'keep long-polling for new events until interrupted')
     .option('--ack', 'acknowledge each event once printed')
+    .option('--unacked', 'only events not acknowledged yet (no cursor needed: whatever is not handled)')
     .action(events);
 
   withCredentials(program.command('ack'))

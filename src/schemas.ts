@@ -122,8 +122,17 @@ export type CreateEvent = Static<typeof CreateEventSchema>;
 export const EventPageSchema = Type.Object(
   {
     events: Type.Array(EventSchema),
-    next_cursor: Type.Integer({ minimum: 0, description: 'Pass as `after` to read on.' }),
-    has_more: Type.Boolean(),
+    next_cursor: Type.Integer({
+      minimum: 0,
+      description:
+        'Pass as `after` to read on: the sequence of the last event returned, or `after` itself when none was (with unacked too).',
+    }),
+    has_more: Type.Boolean({ description: 'More events (unacknowledged ones, with unacked) are past this page.' }),
+    latest_sequence: Type.Integer({
+      minimum: 0,
+      description:
+        'The highest sequence this address has given out (0 before its first event). An `after` above it is a wrong cursor: nothing between would ever be read.',
+    }),
   },
   { title: 'EventPage', additionalProperties: false },
 );
@@ -176,6 +185,14 @@ export const ListEventsQuerySchema = Type.Object({
       description: 'Long-poll seconds when no event is past `after`.',
     }),
   ),
+  unacked: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description:
+        'Only events not yet acknowledged (no acknowledged_at), past `after` as ever; a long poll waits for such an event. ' +
+        'With after=0 it is "everything not handled yet", no cursor needed. In a query: unacked=1 or true (0 or false: every event).',
+    }),
+  ),
 });
 export type ListEventsQuery = Static<typeof ListEventsQuerySchema>;
 
@@ -200,3 +217,51 @@ export const EmailPartBodySchema = Type.String({
   description:
     'The exact bytes. Content-Type is the part’s declared type (message/rfc822 for the raw message), Content-Disposition is attachment with its filename.',
 });
+
+// --- the shapes of `data` that Roost itself writes -----------------------------------------
+// Documentation only (components of /api/v1/openapi.json, offered as alternatives of
+// Event.data there): responses are not serialised through them, and a sender's own data
+// may have any shape. The fields agents need most, not every one.
+
+export const RawCaptureDataSchema = Type.Object(
+  {
+    content_type: Type.Union([Type.String(), Type.Null()], { description: 'The request’s Content-Type.' }),
+    headers: Type.Record(Type.String(), Type.String(), {
+      description: 'Request headers, lower case, minus Authorization, Cookie, hop-by-hop and credential-like ones.',
+    }),
+    body: Type.Unknown({
+      description:
+        'The body parsed for reading (JSON, form fields or text). Never verify a signature over it re-serialised: use body_base64.',
+    }),
+    body_base64: Type.String({
+      description: 'The exact bytes received, base64: compute the sender’s HMAC signature over these bytes.',
+    }),
+  },
+  { title: 'RawCaptureData', description: 'data of a webhook.received event (inbox ?raw=1).' },
+);
+
+export const EmailDataSchema = Type.Object(
+  {
+    message_id: Type.Union([Type.String(), Type.Null()], { description: 'The Message-ID header.' }),
+    subject: Type.Union([Type.String(), Type.Null()]),
+    text: Type.Union([Type.String(), Type.Null()], { description: 'The plain-text body.' }),
+    reply_text: Type.Union([Type.String(), Type.Null()], {
+      description: 'The new part of a reply: text without quoted history and signature.',
+    }),
+    in_reply_to: Type.Union([Type.String(), Type.Null()], {
+      description: 'The Message-ID this mail answers: match it against the Message-ID of the mail you sent.',
+    }),
+    references: Type.Array(Type.String()),
+    authentication: Type.Object(
+      {
+        verdict: Type.String({
+          enum: ['pass', 'fail', 'none'],
+          description:
+            'pass: the From domain vouched for the message (DMARC, or an aligned DKIM/SPF pass); fail: the From header is probably forged; none: unverified.',
+        }),
+      },
+      { description: 'SPF, DKIM and DMARC results about the From domain (more fields than shown).' },
+    ),
+  },
+  { title: 'EmailData', description: 'data of an email.received event (more fields than shown: docs/email.md).' },
+);

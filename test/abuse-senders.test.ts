@@ -395,6 +395,7 @@ describe('roost listen --forward: one bad event never stops the forwarder', () =
                   dataJson: JSON.stringify({ i, pad: 'x'.repeat(200) }),
                   metadataJson: null,
                   dedupeKey: null,
+                  keyScope: 'http',
                   createdAt: Date.now() + offset,
                 },
                 1000,

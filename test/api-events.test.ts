@@ -20,7 +20,8 @@ await forEachEngine('read the queue', (server) => {
     await fill(full, 60);
     const first = await listEvents(server().url, full);
     assert.equal(first.status, 200);
-    assert.deepEqual(Object.keys(first.body).sort(), ['events', 'has_more', 'next_cursor']);
+    assert.deepEqual(Object.keys(first.body).sort(), ['events', 'has_more', 'latest_sequence', 'next_cursor']);
+    assert.equal(first.body.latest_sequence, 60);
     assert.equal(first.body.events.length, 50);
     assert.deepEqual(
       first.body.events.map((e: any) => e.sequence),
@@ -37,10 +38,10 @@ await forEachEngine('read the queue', (server) => {
     assert.equal(second.body.has_more, false);
   });
 
-  it('an empty page keeps the cursor: next_cursor = after, has_more false', async () => {
+  it('an empty page keeps the cursor: next_cursor = after, has_more false; latest_sequence shows a cursor past the end', async () => {
     for (const after of [60, 1000, 9007199254740991]) {
       const res = await listEvents(server().url, full, `after=${after}`);
-      assert.deepEqual(res.body, { events: [], next_cursor: after, has_more: false });
+      assert.deepEqual(res.body, { events: [], next_cursor: after, has_more: false, latest_sequence: 60 });
     }
   });
 
@@ -142,7 +143,7 @@ await forEachEngine('long-poll', (server) => {
     await deliver(a.inbox, { data: 1 });
     const started = Date.now();
     const res = await listEvents(server().url, a, 'after=1&wait=1');
-    assert.deepEqual(res.body, { events: [], next_cursor: 1, has_more: false });
+    assert.deepEqual(res.body, { events: [], next_cursor: 1, has_more: false, latest_sequence: 1 });
     assert.ok(Date.now() - started >= 900, 'held for about a second');
   });
 

@@ -87,7 +87,7 @@ describe('SIGTERM (docs/api.md §9: answer held polls, finish writes, exit 0)', 
     assert.equal(code, 0, server.output());
     for (const poll of await Promise.all(polls)) {
       assert.equal(poll.status, 200, poll.text);
-      assert.deepEqual(poll.body, { events: [], next_cursor: 1, has_more: false });
+      assert.deepEqual(poll.body, { events: [], next_cursor: 1, has_more: false, latest_sequence: 1 });
     }
     // Nothing was lost on the way out.
     const again = await start(dbPath);

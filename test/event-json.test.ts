@@ -29,11 +29,17 @@ const record: fc.Arbitrary<EventRecord> = fc.record({
 
 test('eventJson and pageJson write what JSON.stringify writes of toWireEvent and toPage', () => {
   fc.assert(
-    fc.property(fc.array(record, { maxLength: 5 }), fc.boolean(), fc.nat(), (records, hasMore, after) => {
-      for (const r of records) assert.equal(eventJson(r), JSON.stringify(toWireEvent(r)));
-      const page = { records, hasMore, after };
-      assert.equal(pageJson(page), JSON.stringify(toPage(page)));
-    }),
+    fc.property(
+      fc.array(record, { maxLength: 5 }),
+      fc.boolean(),
+      fc.nat(),
+      fc.nat(),
+      (records, hasMore, after, latest) => {
+        for (const r of records) assert.equal(eventJson(r), JSON.stringify(toWireEvent(r)));
+        const page = { records, hasMore, after, latestSequence: latest };
+        assert.equal(pageJson(page), JSON.stringify(toPage(page)));
+      },
+    ),
     { numRuns: 500 },
   );
 });

@@ -202,6 +202,27 @@ describe('MCP tools', () => {
     assertToolError(await call(client, 'ack_event', { event_id: 'evt_nope' }), 'event_not_found');
   });
 
+  it('poll_events with unacked=true returns only what is not acknowledged, with latest_sequence', async () => {
+    const created = await createdOverMcp();
+    const client = await open(new URL(created.endpoints.mcp_url).pathname, created.credentials.read_token);
+    const inbox = `${server.url}${new URL(created.endpoints.inbox_url).pathname}`;
+    for (const i of [1, 2, 3, 4]) assert.equal((await deliver(inbox, { data: { i } })).status, 202);
+    assertOk(await call(client, 'ack_event', { up_to_sequence: 3 }));
+    const unacked = assertOk(await call(client, 'poll_events', { after: 0, unacked: true }));
+    assert.deepEqual(
+      unacked.events.map((e: any) => e.sequence),
+      [4],
+    );
+    assert.deepEqual([unacked.next_cursor, unacked.has_more, unacked.latest_sequence], [4, false, 4]);
+    // A cursor past the end: an empty page whose latest_sequence shows it.
+    const lost = assertOk(await call(client, 'poll_events', { after: 999 }));
+    assert.deepEqual([lost.events, lost.next_cursor, lost.latest_sequence], [[], 999, 4]);
+    const tools = await client.listTools();
+    const poll = tools.tools.find((t) => t.name === 'poll_events')!;
+    assert.equal((poll.inputSchema.properties as any).unacked.type, 'boolean');
+    assertToolError(await call(client, 'poll_events', { unacked: 'yes' }), 'invalid_request');
+  });
+
   it('credentials: header or read_token argument; missing, wrong or disagreeing ones are unauthorized', async () => {
     const created = await createdOverMcp();
     const id = created.address.id;

@@ -56,6 +56,8 @@ export interface ListEventsOptions {
   limit?: number;
   /** Long-poll seconds, 0–25, when no event is past `after` (default 0). */
   wait?: number;
+  /** Only events not yet acknowledged (past `after` as ever); a long poll waits for one. */
+  unacked?: boolean;
   signal?: AbortSignal;
 }
 
@@ -68,6 +70,8 @@ export interface DeliverOptions {
 export interface EventsOptions {
   /** Start after this sequence (default 0: the whole queue). */
   after?: number;
+  /** Only events not yet acknowledged when read (with after 0: whatever is not handled yet). */
+  unacked?: boolean;
   /**
    * Acknowledge each event once the consumer has taken it: an event is acknowledged when
    * the next one is requested (the loop body finished without leaving the loop). An event
@@ -203,13 +207,17 @@ export class RoostClient {
     await this.#request('DELETE', path, { signal: options.signal });
   }
 
-  /** One page of the queue: events with sequence > after, ascending. */
+  /**
+   * One page of the queue: events with sequence > after, ascending (with `unacked`, only
+   * those not yet acknowledged). `latest_sequence` is the highest sequence given out: an
+   * `after` above it is a wrong cursor.
+   */
   async listEvents(options: ListEventsOptions = {}): Promise<EventPage> {
-    const { after, limit, wait, signal } = options;
+    const { after, limit, wait, unacked, signal } = options;
     const timeoutMs = this.#timeoutMs + (wait ?? 0) * 1000;
     return (
       await this.#request<EventPage>('GET', `${this.#addressPath()}/events`, {
-        query: { after, limit, wait },
+        query: { after, limit, wait, unacked: unacked ? 1 : undefined },
         signal,
         timeoutMs,
       })
@@ -260,7 +268,13 @@ export class RoostClient {
 
     while (!signal?.aborted) {
       // A page cut short (by count or by bytes) is followed at once, without asking to wait.
-      const asked: ListEventsOptions = { after: cursor, limit, wait: more ? 0 : wait, signal };
+      const asked: ListEventsOptions = {
+        after: cursor,
+        limit,
+        wait: more ? 0 : wait,
+        unacked: options.unacked,
+        signal,
+      };
       const page = await retryTransient(() => this.listEvents(asked), retry);
       if (!page) return;
       more = page.has_more;

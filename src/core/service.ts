@@ -87,6 +87,8 @@ export interface ListOptions {
   limit: number;
   /** Long-poll seconds (0–25). */
   wait: number;
+  /** Only events without acknowledged_at (docs/api.md §4); a long poll waits for one of those. */
+  unacked?: boolean;
 }
 
 /** Which transport a delivery came through, for metrics. */
@@ -145,14 +147,14 @@ export class RoostService {
   private async readForWaiters(addressId: string, after: number): Promise<SharedRead> {
     this.metrics.wakeReads.inc();
     const address = await this.storage.getAddress(addressId, this.now());
-    if (!address) return { after, address, records: [], bytes: [], hasMore: false };
+    if (!address) return { after, address, records: [], bytes: [], hasMore: false, latestSequence: 0 };
     const page = await this.storage.listEvents(addressId, after, LIMIT_MAX, this.config.maxPageBytes);
     const bytes = page.events.map(
       (record) =>
         Buffer.byteLength(record.dataJson) +
         (record.metadataJson === null ? 0 : Buffer.byteLength(record.metadataJson)),
     );
-    return { after, address, records: page.events, bytes, hasMore: page.hasMore };
+    return { after, address, records: page.events, bytes, hasMore: page.hasMore, latestSequence: page.latestSequence };
   }
 
   /** A slot for one held poll or stream, or 429 too_many_waiters (counted) when a cap is reached. */
@@ -267,6 +269,9 @@ export class RoostService {
    * Reads a page; with wait > 0 and nothing past `after`, holds until a commit wakes it,
    * `wait` seconds pass, the address goes away, the client leaves (signal) or shutdown.
    * A held poll takes one of the waiter slots of its address and of `client`.
+   * `unacked`: only events without acknowledged_at; a woken poll of that kind reads for
+   * itself (the shared read holds acknowledged events too, and may stop short of the
+   * first unacknowledged one).
    */
   async listEvents(
     addressId: string,
@@ -278,19 +283,23 @@ export class RoostService {
     let address = await this.authenticate(addressId, token);
     const deadline = this.now() + options.wait * 1000;
     const { after, limit } = options;
+    const unacked = options.unacked === true;
     const maxBytes = this.config.maxPageBytes;
     let release: (() => void) | undefined;
+    // From the last page read: what a poll answered without a page of its own reports.
+    let latestSequence: number;
     try {
       for (;;) {
         // Register before reading: a commit between the read and the wait still wakes us.
         const ticket = options.wait > 0 && !this.waiters.isClosing ? this.waiters.register(addressId, after) : null;
-        const page = await this.storage.listEvents(addressId, after, limit, maxBytes);
+        const page = await this.storage.listEvents(addressId, after, limit, maxBytes, unacked);
+        latestSequence = page.latestSequence;
         const until = address.expiresAt === null ? deadline : Math.min(deadline, address.expiresAt);
         if (!ticket || page.events.length > 0 || until <= this.now()) {
           ticket?.cancel();
           if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now())
             throw addressNotFound();
-          return { records: page.events, hasMore: page.hasMore, after };
+          return { records: page.events, hasMore: page.hasMore, after, latestSequence };
         }
         if (!release) {
           try {
@@ -301,18 +310,19 @@ export class RoostService {
           }
         }
         const outcome = await ticket.wait(until - this.now(), signal);
-        if (outcome === 'aborted' || outcome === 'closing') return { records: [], hasMore: false, after };
+        if (outcome === 'aborted' || outcome === 'closing')
+          return { records: [], hasMore: false, after, latestSequence };
         const shared = outcome === 'woken' ? await ticket.read : undefined;
         if (shared) {
           if (!shared.address) throw addressNotFound();
           address = shared.address;
           await this.stillOpens(address, token);
-          const slice = sliceShared(shared, after, limit, maxBytes);
+          const slice = unacked ? null : sliceShared(shared, after, limit, maxBytes);
           if (slice && slice.records.length > 0) {
             // From the wake-up (the commit's) to the answer being ready, in real time.
             if (ticket.wokenAt !== undefined)
               this.metrics.wakeLatency.observe((performance.now() - ticket.wokenAt) / 1000);
-            return { ...slice, after };
+            return { ...slice, after, latestSequence: Math.max(latestSequence, shared.latestSequence) };
           }
         } else {
           const current = await this.storage.getAddress(addressId, this.now());
@@ -509,6 +519,8 @@ export class RoostService {
         dataJson: JSON.stringify(data ?? null),
         metadataJson: input.metadata === undefined ? null : JSON.stringify(input.metadata),
         dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
+        // docs/api.md §3: an HTTP delivery's key never finds an email, nor an email's an HTTP delivery.
+        keyScope: transport === 'email' ? 'email' : 'http',
         createdAt,
       },
       EVENT_CAPACITY,

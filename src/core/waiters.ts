@@ -18,6 +18,8 @@ export interface SharedRead {
   /** Stored bytes of each record (data and metadata), for cutting a page by bytes. */
   bytes: number[];
   hasMore: boolean;
+  /** The highest sequence the address had given out when read (EventPageRecord.latestSequence). */
+  latestSequence: number;
 }
 
 /** Makes the read shared by the parties of one wake-up. */

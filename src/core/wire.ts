@@ -54,6 +54,8 @@ export interface RecordPage {
   hasMore: boolean;
   /** The cursor the page was asked from: next_cursor when the page is empty. */
   after: number;
+  /** The highest sequence the address has given out, read no earlier than the page. */
+  latestSequence: number;
 }
 
 const nextCursor = (page: RecordPage) =>
@@ -64,12 +66,13 @@ export function toPage(page: RecordPage): EventPage {
     events: page.records.map((record) => toWireEvent(record)),
     next_cursor: nextCursor(page),
     has_more: page.hasMore,
+    latest_sequence: page.latestSequence,
   };
 }
 
 /** The JSON text of toPage(page), with each event's stored data spliced in unparsed. */
 export function pageJson(page: RecordPage): string {
-  return `{"events":[${page.records.map(eventJson).join(',')}],"next_cursor":${nextCursor(page)},"has_more":${page.hasMore}}`;
+  return `{"events":[${page.records.map(eventJson).join(',')}],"next_cursor":${nextCursor(page)},"has_more":${page.hasMore},"latest_sequence":${page.latestSequence}}`;
 }
 
 /** Parses "Bearer <token>" (scheme case-insensitive, docs/api.md §5). */

@@ -118,4 +118,19 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
         FOR EACH ROW EXECUTE FUNCTION email_part_removed();
     `,
   },
+  {
+    version: 6,
+    name: 'idempotency keys scoped to HTTP or email',
+    // As SQLite's migration 9: a key only matches events that came the same way, existing
+    // email events (type email.received, source email: the SMTP path's pair) get the scope
+    // 'email', the default (no table rewrite in PostgreSQL 11+) gives the rest 'http'. The
+    // unique index keeps its
+    // name: postgres.ts recognises its violation by it.
+    sql: `
+      ALTER TABLE events ADD COLUMN key_scope text NOT NULL DEFAULT 'http';
+      UPDATE events SET key_scope = 'email' WHERE source = 'email' AND type = 'email.received';
+      DROP INDEX events_by_dedupe_key;
+      CREATE UNIQUE INDEX events_by_dedupe_key ON events (address_id, key_scope, dedupe_key) WHERE dedupe_key IS NOT NULL;
+    `,
+  },
 ];

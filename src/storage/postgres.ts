@@ -80,6 +80,23 @@ const NO_ANSWER_DEADLINE = { query_timeout: 2 ** 31 - 1 } as const;
 
 const LIVE = '(expires_at IS NULL OR expires_at > $2)';
 
+function pageSql(unacknowledged: boolean): string {
+  return `
+    WITH sized AS (
+      SELECT sequence, row_number() OVER w AS n,
+             sum(octet_length(data) + coalesce(octet_length(metadata), 0)) OVER w AS running
+      FROM events WHERE address_id = $1 AND sequence > $2${unacknowledged ? ' AND acknowledged_at IS NULL' : ''}
+      WINDOW w AS (ORDER BY sequence ROWS UNBOUNDED PRECEDING)
+      ORDER BY sequence LIMIT $3
+    )
+    SELECT ${EVENT_COLUMNS}, (SELECT count(*) FROM sized)::int AS candidates,
+           (SELECT last_sequence FROM addresses WHERE id = $1) AS latest
+    FROM events
+    WHERE address_id = $1
+      AND sequence IN (SELECT sequence FROM sized WHERE n <= $4 AND (n = 1 OR running <= $5))
+    ORDER BY sequence`;
+}
+
 const SQL = {
   migrationLock: 'SELECT pg_advisory_xact_lock($1, $2)',
   createMigrationsTable:
@@ -153,12 +170,13 @@ const SQL = {
       UPDATE addresses SET last_sequence = last_sequence + 1, stored_bytes = stored_bytes + $10
       WHERE id = $2 AND (expires_at IS NULL OR expires_at > $8) AND last_sequence < $9
         AND ($11 = 0 OR stored_bytes + $10 <= $11)
-        AND ($7::text IS NULL OR NOT EXISTS (SELECT 1 FROM events WHERE address_id = $2 AND dedupe_key = $7))
+        AND ($7::text IS NULL OR NOT EXISTS (
+          SELECT 1 FROM events WHERE address_id = $2 AND key_scope = $12 AND dedupe_key = $7))
       RETURNING last_sequence
     ),
     inserted AS (
-      INSERT INTO events (${EVENT_COLUMNS}, size_bytes)
-      SELECT $1, $2, last_sequence, $3, $4, $5, $6, $7, $8, NULL, $10 FROM bumped
+      INSERT INTO events (${EVENT_COLUMNS}, size_bytes, key_scope)
+      SELECT $1, $2, last_sequence, $3, $4, $5, $6, $7, $8, NULL, $10, $12 FROM bumped
       RETURNING sequence
     )
     SELECT sequence FROM inserted`,
@@ -176,14 +194,16 @@ const SQL = {
   evictMany: 'DELETE FROM events WHERE id = ANY($1::text[])',
   addBytes: 'UPDATE addresses SET stored_bytes = stored_bytes + $2 WHERE id = $1',
   // Runs after the lock, so it sees every append to this address that committed before.
-  eventByKey: `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = $1 AND dedupe_key = $2`,
+  // A key is matched only among events of its scope (docs/api.md §3, migration 6).
+  eventByKey: `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = $1 AND key_scope = $3 AND dedupe_key = $2`,
   occupancy: `
     SELECT count(*) AS held,
            (SELECT id FROM events WHERE address_id = $1 AND acknowledged_at IS NOT NULL
             ORDER BY sequence LIMIT 1) AS oldest_acknowledged
     FROM events WHERE address_id = $1`,
   evict: 'DELETE FROM events WHERE id = $1 RETURNING size_bytes',
-  insertEvent: `INSERT INTO events (${EVENT_COLUMNS}, size_bytes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10)`,
+  insertEvent: `
+    INSERT INTO events (${EVENT_COLUMNS}, size_bytes, key_scope) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10, $11)`,
   // The wake-ups of the appends committed in one turn of the event loop, sent after their
   // commits in a transaction of their own (see the top of this file).
   announce: `SELECT pg_notify('${WAKE_CHANNEL}', id) FROM unnest($1::text[]) AS id`,
@@ -196,20 +216,14 @@ const SQL = {
   // A page bounded by count and by bytes: `sized` numbers the candidates ($3 = limit + 1)
   // and sums their sizes (octet_length reads a TOASTed value's size, not the value); only
   // the events kept are read — the first always, then each while the sum stays within $5.
-  // More candidates than events returned means has_more.
-  page: `
-    WITH sized AS (
-      SELECT sequence, row_number() OVER w AS n,
-             sum(octet_length(data) + coalesce(octet_length(metadata), 0)) OVER w AS running
-      FROM events WHERE address_id = $1 AND sequence > $2
-      WINDOW w AS (ORDER BY sequence ROWS UNBOUNDED PRECEDING)
-      ORDER BY sequence LIMIT $3
-    )
-    SELECT ${EVENT_COLUMNS}, (SELECT count(*) FROM sized)::int AS candidates
-    FROM events
-    WHERE address_id = $1
-      AND sequence IN (SELECT sequence FROM sized WHERE n <= $4 AND (n = 1 OR running <= $5))
-    ORDER BY sequence`,
+  // More candidates than events returned means has_more. The address's last_sequence comes
+  // in the same statement (one snapshot): at least every sequence of the page.
+  page: pageSql(false),
+  // Only events without acknowledged_at, filtered on the page's own index scan, which the
+  // address's capacity bounds: an index of their own would cost every append a write.
+  unacknowledgedPage: pageSql(true),
+  // For an empty page, which has no row to carry it.
+  latestSequence: 'SELECT last_sequence FROM addresses WHERE id = $1',
   // COALESCE keeps the first acknowledged_at (docs/api.md §4: acknowledging again is a no-op).
   ack: `
     UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $3)
@@ -599,6 +613,7 @@ export class PostgresStorage implements Storage {
         capacity,
         size,
         maxBytes,
+        input.keyScope,
       ]);
       if (rows[0]) {
         this.announce(input.addressId);
@@ -639,7 +654,9 @@ export class PostgresStorage implements Storage {
     const sequence = bumped.rows[0].last_sequence;
     const held = Number(bumped.rows[0].stored_bytes);
     if (input.dedupeKey !== null) {
-      const held = await db.query<EventRow>(statement(SQL.eventByKey, [input.addressId, input.dedupeKey]));
+      const held = await db.query<EventRow>(
+        statement(SQL.eventByKey, [input.addressId, input.dedupeKey, input.keyScope]),
+      );
       // Roll back: the repeat must not use up a sequence number.
       if (held.rows[0]) return { rollback: { status: 'duplicate', event: toEvent(held.rows[0]) } };
     }
@@ -684,6 +701,7 @@ export class PostgresStorage implements Storage {
         input.dedupeKey,
         input.createdAt,
         size,
+        input.keyScope,
       ]),
     );
     return { commit: { status: 'created', event: insertedEvent(input, eventId, sequence) } };
@@ -724,15 +742,21 @@ export class PostgresStorage implements Storage {
     after: number,
     limit: number,
     maxBytes = Number.MAX_SAFE_INTEGER,
+    unacknowledgedOnly = false,
   ): Promise<EventPageRecord> {
-    const { rows } = await this.query<EventRow & { candidates: number }>(SQL.page, [
+    const page = unacknowledgedOnly ? SQL.unacknowledgedPage : SQL.page;
+    const { rows } = await this.query<EventRow & { candidates: number; latest: number }>(page, [
       addressId,
       after,
       limit + 1,
       limit,
       maxBytes,
     ]);
-    return { events: rows.map(toEvent), hasMore: rows.length > 0 && rows[0].candidates > rows.length };
+    if (rows.length === 0) {
+      const latest = await this.query<{ last_sequence: number }>(SQL.latestSequence, [addressId]);
+      return { events: [], hasMore: false, latestSequence: latest.rows[0]?.last_sequence ?? 0 };
+    }
+    return { events: rows.map(toEvent), hasMore: rows[0].candidates > rows.length, latestSequence: rows[0].latest };
   }
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {

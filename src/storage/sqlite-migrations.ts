@@ -261,4 +261,22 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
       END;
     `,
   },
+  {
+    version: 9,
+    name: 'idempotency keys scoped to HTTP or email',
+    // docs/api.md §3: a key only matches events that came the same way (key_scope 'http':
+    // the inbox, raw capture, MCP; 'email': SMTP), so that an inbox URL cannot fetch an email
+    // by its Message-ID. Existing events get the scope of what they are: the SMTP path alone
+    // stores type email.received with source email. An HTTP sender could have sent that pair
+    // too; such an event now only matches emails, which costs its sender at worst a second
+    // event on a retry, and leaks nothing. The column's default fills the other rows without
+    // rewriting them.
+    sql: `
+      ALTER TABLE events ADD COLUMN key_scope TEXT NOT NULL DEFAULT 'http';
+      UPDATE events SET key_scope = 'email' WHERE source = 'email' AND type = 'email.received';
+      DROP INDEX events_by_dedupe_key;
+      -- One event per idempotency key per address and scope: the second writer cannot win.
+      CREATE UNIQUE INDEX events_by_dedupe_key ON events (address_key, key_scope, dedupe_key) WHERE dedupe_key IS NOT NULL;
+    `,
+  },
 ];

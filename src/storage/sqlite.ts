@@ -50,8 +50,8 @@ import type {
 
 /** A row of the page query in raw mode: the columns of EVENT_COLUMNS, in that order. */
 type EventTuple = [string, string, number, string, string, string, string | null, string | null, number, number | null];
-/** A row of the page query: the event, then how many candidates the page had. */
-type PageTuple = [...EventTuple, number];
+/** A row of the page query: the event, then how many candidates the page had, then the latest sequence. */
+type PageTuple = [...EventTuple, number, number];
 
 const pageRowToEvent = (row: PageTuple): EventRecord => ({
   id: row[0],
@@ -85,6 +85,39 @@ interface InFlight {
 type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
 
 const LIVE = '(expires_at IS NULL OR expires_at > @now)';
+
+/**
+ * The highest sequence the address whose id is the next parameter has given out: its
+ * newest event's, or the floor that remembers removed ones (migration 2), whichever is higher.
+ */
+const LATEST_SEQUENCE = `(SELECT max(last_sequence, coalesce((SELECT MAX(sequence) FROM events WHERE address_key = addresses.key), 0))
+   FROM addresses WHERE id = ?)`;
+
+/**
+ * A page bounded by count and by bytes: `sized` numbers the candidates (limit + 1) and sums
+ * their sizes (octet_length does not load the text); only the events kept are read — the
+ * first always, then each while the sum stays within the bound. More candidates than events
+ * returned means has_more. The latest sequence comes in the same statement (one snapshot),
+ * so it is at least every sequence of the page. Rows as arrays, in EVENT_COLUMNS order then
+ * the count and the latest: an object per row made better-sqlite3 ~35% slower here.
+ * `unacknowledged`: only events without acknowledged_at, filtered on the same index scan,
+ * which the address's capacity bounds (docs/api.md §9.1); an index of its own would cost
+ * every append another B-tree write.
+ */
+const pageSql = (unacknowledged: boolean) => `
+  WITH sized AS (
+    SELECT sequence, row_number() OVER w AS n,
+           sum(octet_length(data) + coalesce(octet_length(metadata), 0)) OVER w AS running
+    FROM events
+    WHERE address_key = ${KEY_OF_ID} AND sequence > ?${unacknowledged ? ' AND acknowledged_at IS NULL' : ''}
+    WINDOW w AS (ORDER BY sequence ROWS UNBOUNDED PRECEDING)
+    ORDER BY sequence LIMIT ?
+  )
+  SELECT ${EVENT_COLUMNS}, (SELECT count(*) FROM sized) AS candidates, ${LATEST_SEQUENCE} AS latest
+  FROM events
+  WHERE address_key = ${KEY_OF_ID}
+    AND sequence IN (SELECT sequence FROM sized WHERE n <= ? AND (n = 1 OR running <= ?))
+  ORDER BY sequence`;
 
 /** Address records kept in memory (about 1 KiB each); the oldest read goes first. */
 const ADDRESS_CACHE_SIZE = 20_000;
@@ -192,27 +225,12 @@ export class SqliteStorage implements Storage {
         anyAcknowledged: db.prepare<[string], { one: number }>(
           `SELECT 1 AS one FROM events WHERE address_key = ${KEY_OF_ID} AND acknowledged_at IS NOT NULL LIMIT 1`,
         ),
-        // A page bounded by count and by bytes: `sized` numbers the candidates (limit + 1)
-        // and sums their sizes (octet_length does not load the text); only the events kept
-        // are read — the first always, then each while the sum stays within the bound. More
-        // candidates than events returned means has_more. Rows as arrays, in EVENT_COLUMNS
-        // order then the count: an object per row made better-sqlite3 ~35% slower here.
-        page: db
-          .prepare<[string, number, number, string, number, number], PageTuple>(
-            `WITH sized AS (
-               SELECT sequence, row_number() OVER w AS n,
-                      sum(octet_length(data) + coalesce(octet_length(metadata), 0)) OVER w AS running
-               FROM events WHERE address_key = ${KEY_OF_ID} AND sequence > ?
-               WINDOW w AS (ORDER BY sequence ROWS UNBOUNDED PRECEDING)
-               ORDER BY sequence LIMIT ?
-             )
-             SELECT ${EVENT_COLUMNS}, (SELECT count(*) FROM sized) AS candidates
-             FROM events
-             WHERE address_key = ${KEY_OF_ID}
-               AND sequence IN (SELECT sequence FROM sized WHERE n <= ? AND (n = 1 OR running <= ?))
-             ORDER BY sequence`,
-          )
+        page: db.prepare<[string, number, number, string, string, number, number], PageTuple>(pageSql(false)).raw(true),
+        unacknowledgedPage: db
+          .prepare<[string, number, number, string, string, number, number], PageTuple>(pageSql(true))
           .raw(true),
+        // For an empty page, which has no row to carry it.
+        latestSequence: db.prepare<[string], number>(`SELECT ${LATEST_SEQUENCE}`).pluck(),
         viewTokens: db.prepare<[string, number], ViewTokenRow>(
           `SELECT id, address_id, token_digest, label, created_at, expires_at FROM view_tokens
            WHERE address_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id`,
@@ -387,9 +405,13 @@ export class SqliteStorage implements Storage {
     after: number,
     limit: number,
     maxBytes = Number.MAX_SAFE_INTEGER,
+    unacknowledgedOnly = false,
   ): Promise<EventPageRecord> {
-    const rows = read(() => this.sql.page.all(addressId, after, limit + 1, addressId, limit, maxBytes));
-    return { events: rows.map(pageRowToEvent), hasMore: rows.length > 0 && rows[0][10] > rows.length };
+    const page = unacknowledgedOnly ? this.sql.unacknowledgedPage : this.sql.page;
+    const rows = read(() => page.all(addressId, after, limit + 1, addressId, addressId, limit, maxBytes));
+    if (rows.length === 0)
+      return { events: [], hasMore: false, latestSequence: read(() => this.sql.latestSequence.get(addressId)) ?? 0 };
+    return { events: rows.map(pageRowToEvent), hasMore: rows[0][10] > rows.length, latestSequence: rows[0][11] };
   }
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {

@@ -54,6 +54,13 @@ export interface EventRecord {
   acknowledgedAt: number | null;
 }
 
+/**
+ * Which deliveries an idempotency key is matched among (docs/api.md §3): those that came
+ * over HTTP (the inbox, raw capture, MCP) or those that came by email. A key never finds an
+ * event of the other scope, so an inbox URL cannot read an email by its Message-ID.
+ */
+export type KeyScope = 'http' | 'email';
+
 /** A new event as the service hands it over; the engine gives it its id (newEventId). */
 export interface AppendInput {
   addressId: string;
@@ -62,6 +69,8 @@ export interface AppendInput {
   dataJson: string;
   metadataJson: string | null;
   dedupeKey: string | null;
+  /** Where dedupeKey is unique: a repeat is only found among events of the same scope. */
+  keyScope: KeyScope;
   /** Also the "now" against which the address's expiry is checked. */
   createdAt: number;
   /** An id minted by newEventId(createdAt) beforehand, for data that names its own event; else the engine mints one. */
@@ -96,8 +105,13 @@ export type AppendResult =
 
 export interface EventPageRecord {
   events: EventRecord[];
-  /** Whether events with a higher sequence exist beyond the page. */
+  /** Whether events with a higher sequence exist beyond the page (unacknowledged ones, for such a page). */
   hasMore: boolean;
+  /**
+   * The highest sequence the address has given out (0 before its first event), read no
+   * earlier than the page: at least the sequence of every event in it.
+   */
+  latestSequence: number;
 }
 
 export interface TokenBucketResult {
@@ -173,9 +187,16 @@ export interface Storage {
   /**
    * Events with sequence > after, ascending, at most `limit`, and no more than fit in
    * `maxBytes` of stored data and metadata (no bound when omitted) — but always the first
-   * one, whatever its size.
+   * one, whatever its size. `unacknowledgedOnly`: only events without acknowledged_at
+   * (an index of those keeps this as cheap as the plain page).
    */
-  listEvents(addressId: string, after: number, limit: number, maxBytes?: number): Promise<EventPageRecord>;
+  listEvents(
+    addressId: string,
+    after: number,
+    limit: number,
+    maxBytes?: number,
+    unacknowledgedOnly?: boolean,
+  ): Promise<EventPageRecord>;
   /** Sets acknowledged_at if unset; returns the event (first acknowledged_at kept), or null. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
   /** Acknowledges every unacknowledged event with sequence ≤ upTo; returns how many. */

@@ -33,6 +33,7 @@ export function appendInput(addressId: string, overrides: Partial<AppendInput> =
     dataJson: '{}',
     metadataJson: null,
     dedupeKey: null,
+    keyScope: 'http',
     createdAt: Date.now(),
     ...overrides,
   };

@@ -8,6 +8,13 @@ import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
 
 const QUERY_INTEGERS = ['after', 'limit', 'wait'] as const;
+/** docs/api.md §4: unacked=1 (or true) and unacked=0 (or false), as the validator's booleans. */
+const QUERY_FLAGS = new Map([
+  ['1', 'true'],
+  ['true', 'true'],
+  ['0', 'false'],
+  ['false', 'false'],
+]);
 
 export async function eventRoutes(app: FastifyInstance): Promise<void> {
   const { service } = app.roost;
@@ -26,7 +33,8 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Read the queue by cursor, optionally long-polling',
         description:
           'Events with sequence > after, ascending: at most `limit`, and a page stops before the event that would take it past the page byte bound (ROOST_MAX_PAGE_BYTES of stored data, 4 MiB by default), though it always holds at least one event; `has_more` is true when events were left for the next page. ' +
-          'With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass; a held poll counts against the caps on waiters per address and per client (429 too_many_waiters). Acknowledged events stay in pages.',
+          'With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass; a held poll counts against the caps on waiters per address and per client (429 too_many_waiters). Acknowledged events stay in pages. ' +
+          'With unacked=1 only events without acknowledged_at are returned (and waited for); `latest_sequence` tells a cursor past the end of the queue from a quiet queue.',
         security: bearerSecurity,
         params: AddressParamsSchema,
         querystring: ListEventsQuerySchema,
@@ -44,13 +52,22 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
             );
           }
         }
+        const flag = query.unacked;
+        if (flag !== undefined) {
+          const value = typeof flag === 'string' ? QUERY_FLAGS.get(flag) : undefined;
+          if (value === undefined)
+            throw invalidRequest(
+              'Invalid query parameter "unacked": use unacked=1 (or true) for unacknowledged events only, or unacked=0 (or false) for all.',
+            );
+          query.unacked = value;
+        }
       },
       handler: async (request, reply) => {
-        const { after, limit, wait } = request.query;
+        const { after, limit, wait, unacked } = request.query;
         const page = await service.listEvents(
           request.params.addressId,
           requestToken(request),
-          { after, limit, wait },
+          { after, limit, wait, unacked },
           clientGone(reply),
           request.ip,
         );

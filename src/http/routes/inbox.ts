@@ -40,6 +40,24 @@ const InboxQuerySchema = Type.Object({
 /** Bodies that could not be decoded, answered only once the inbox URL proved valid. */
 const undecodable = new WeakMap<FastifyRequest, RoostError>();
 
+/**
+ * What a sender with a payload of its own shape should do instead (docs/api.md §3), added to
+ * the refusals it meets: an unknown field, a body that is not a JSON object, bytes that are
+ * not JSON, a Content-Type that is not JSON. Said only once the inbox URL proved valid.
+ */
+export const OWN_PAYLOAD_HINT =
+  'To deliver a payload of your own shape, put it in "data" ({"data": {...}}), ' +
+  'or POST it to this inbox URL with ?raw=1, which stores any body exactly as sent.';
+
+const withHint = (error: RoostError) =>
+  new RoostError(error.code, error.status, `${error.message} ${OWN_PAYLOAD_HINT}`, error.headers);
+
+/** Validation failures about the body's shape as a whole (not a bad value in a known field). */
+function isShapeError(error: { validation?: Array<{ keyword?: string; instancePath?: string }> }): boolean {
+  const first = error.validation?.[0];
+  return first?.keyword === 'additionalProperties' || (first?.keyword === 'type' && !first.instancePath);
+}
+
 export async function inboxRoutes(app: FastifyInstance): Promise<void> {
   const { service, config } = app.roost;
   const droppedHeader = headerFilter(config.rawDropHeaders);
@@ -95,7 +113,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
       handler: async (request, reply) => {
         const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
         const decodeError = undecodable.get(request);
-        if (decodeError) throw decodeError;
+        if (decodeError) throw withHint(decodeError);
         const header = request.headers['idempotency-key'];
         const key = typeof header === 'string' ? header : undefined;
         const rawType = rawCaptureType(request.query);
@@ -105,11 +123,12 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
         } else {
           if (request.validationError) {
             const error = request.validationError as Error & { validation?: []; validationContext?: string };
-            throw new RoostError(
+            const refusal = new RoostError(
               'invalid_request',
               400,
               validationMessage(error.validation ?? [], error.validationContext),
             );
+            throw isShapeError(error) ? withHint(refusal) : refusal;
           }
           input = request.body;
         }
