@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { newAddressId, newEventId } from '../src/core/secrets.js';
 import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
-import { SqliteWrites, type AppendTuple } from '../src/storage/sqlite-writes.js';
+import { SqliteWrites, type AppendTuple } from '../src/storage/sqlite-write-transactions.js';
 import { shuffled, SMALL_EVENT } from './fixtures.js';
 
 const { values } = parseArgs({

@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { newEventId } from '../src/core/secrets.js';
 import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
 import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId } from '../src/storage/sqlite-event-keys.js';
-import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite-writes.js';
+import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite-write-transactions.js';
 import type { AppendInput } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 

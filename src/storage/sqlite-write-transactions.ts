@@ -1,5 +1,5 @@
 // Every write to the SQLite file, on the one connection that makes them (the writer thread's,
-// see sqlite-writer.ts). Synchronous: each method is one transaction, except appendBatch,
+// see sqlite-writer-thread.ts). Synchronous: each method is one transaction, except appendBatch,
 // which puts a whole batch of appends in one transaction and one fsync (group commit).
 import type Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
