@@ -29,6 +29,7 @@ import {
   type TokenBucketResult,
   type ViewTokenRecord,
 } from '../storage/storage.js';
+import { newEventId } from '../storage/event-ids.js';
 
 export type { EmailPart };
 import {
@@ -59,7 +60,6 @@ import {
   digestSecret,
   newAddressId,
   newIngressSecret,
-  newEventId,
   newReadToken,
   newSlug,
   newViewToken,

@@ -141,7 +141,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
   {
     version: 4,
     name: 'event rowids led by the time: no index on event ids or on age',
-    // Every event's rowid becomes a key in the range of its millisecond (sqlite-event-keys.ts):
+    // Every event's rowid becomes a key in the range of its millisecond (event-ids.ts):
     // its created_at × 1,024 plus its rank among that millisecond's events. Ids are not
     // changed. The unique index on ids and events_by_age go: with them a commit of 24
     // appends wrote ~35 pages, without them ~31, and took ~13% less time. An event whose id

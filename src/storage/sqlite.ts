@@ -9,8 +9,7 @@ import type { Logger } from 'pino';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { unavailable } from '../core/errors.js';
-import { newEventId } from '../core/secrets.js';
+import { newEventId } from './event-ids.js';
 import {
   ADDRESS_COLUMNS,
   EVENT_COLUMNS,
@@ -23,6 +22,7 @@ import {
 import { KEY_OF_ID } from './sqlite-migrations.js';
 import { prepareEmailPartRead } from './sqlite-email-parts.js';
 import { lockForThisProcess, migrate, openSqlite, restrictToOwner, type Synchronous } from './sqlite-connection.js';
+import { StorageUnavailableError } from './errors.js';
 import { cannotOpen, sqliteError } from './sqlite-errors.js';
 import type {
   CallableWrite,
@@ -70,7 +70,7 @@ const pageRowToEvent = (row: PageTuple): EventRecord => ({
 
 interface PendingAppend {
   input: AppendInput;
-  /** The new event's id, from its created_at: the writer stores it by that millisecond (sqlite-event-keys.ts). */
+  /** The new event's id, from its created_at: the writer stores it by that millisecond (event-ids.ts). */
   id: string;
   capacity: number;
   maxBytes: number;
@@ -252,11 +252,9 @@ export class SqliteStorage implements Storage {
     if (!this.writerFailure && !this.closing)
       this.logger?.fatal({ err: error }, 'the SQLite writer thread stopped: writes fail until Roost is restarted');
     // Every write fails from now on: 503, and /readyz says so, until Roost is restarted.
-    this.writerFailure ??= Object.assign(
-      unavailable('The storage writer thread stopped; writes fail until Roost is restarted.'),
-      {
-        cause: error,
-      },
+    this.writerFailure ??= new StorageUnavailableError(
+      'The storage writer thread stopped; writes fail until Roost is restarted.',
+      { cause: error },
     );
     for (const waiting of this.inFlight.values()) waiting.reject(this.writerFailure);
     this.inFlight.clear();
