@@ -598,7 +598,8 @@ export class RoostService {
     const alternative = transport === 'http' ? 'or deliver it with ?raw=1, which stores any body as sent' : undefined;
     refuseNul('type', input.type, alternative);
     refuseNul('source', input.source, alternative);
-    for (const part of input.parts ?? []) refuseNul(`The filename of attachment ${part.part}`, part.filename);
+    if (input.parts)
+      for (const part of input.parts) refuseNul(`The filename of attachment ${part.part}`, part.filename);
     const createdAt = this.now();
     const id = input.dataFor ? newEventId(createdAt) : undefined;
     const data = id && input.dataFor ? input.dataFor(id) : input.data;
