@@ -8,9 +8,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { newAddressId, newEventId } from '../src/core/secrets.js';
+import { newAddressId } from '../src/core/secrets.js';
+import { newEventId } from '../src/storage/event-ids.js';
 import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
-import { SqliteWrites, type AppendTuple } from '../src/storage/sqlite-writes.js';
+import { SqliteWrites, type AppendTuple } from '../src/storage/sqlite-write-transactions.js';
 import { shuffled, SMALL_EVENT } from './fixtures.js';
 
 const { values } = parseArgs({

@@ -9,9 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
-import { newEventId } from '../src/core/secrets.js';
 import { SqliteStorage } from '../src/storage/sqlite.js';
-import { KEYS_PER_MS } from '../src/storage/sqlite-event-keys.js';
+import { KEYS_PER_MS, newEventId } from '../src/storage/event-ids.js';
 import { SQLITE_MIGRATIONS } from '../src/storage/sqlite-migrations.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { loadConfig } from '../src/config.js';
-import { newEventId } from '../src/core/secrets.js';
+import { newEventId } from '../src/storage/event-ids.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 import { PostgresStorage } from '../src/storage/postgres.js';
 import { SqliteStorage } from '../src/storage/sqlite.js';

@@ -1,6 +1,7 @@
 // Errors are values with a code (docs/api.md §6), thrown from the core and rendered once at
 // the edge of each transport: HTTP as {"error":{code,message}}, MCP as a tool error,
 // SMTP as a reply code.
+import { StorageInvalidValueError, StorageUnavailableError } from '../storage/errors.js';
 import { EVENT_CAPACITY } from './limits.js';
 
 export type ErrorCode =
@@ -108,6 +109,19 @@ export const addressBytesFull = (maxBytes: number, retryAfterSeconds: number) =>
 
 export const unavailable = (message = 'Storage is unavailable; retry shortly.') =>
   new RoostError('unavailable', 503, message, { 'Retry-After': '1' });
+
+/**
+ * What a storage failure is to a client: unavailable (503, retry shortly) or an invalid
+ * request (400), in the engine's words; any other error as it is. Each transport applies
+ * this once, where it renders errors.
+ */
+export function fromStorage<E>(error: E): E | RoostError {
+  if (error instanceof StorageUnavailableError)
+    return Object.assign(unavailable(error.message), { cause: error.cause });
+  if (error instanceof StorageInvalidValueError)
+    return Object.assign(invalidRequest(error.message), { cause: error.cause });
+  return error;
+}
 
 /** A cap on held polls and streams (per address or per client) is reached. */
 export const tooManyWaiters = (scope: 'address' | 'client', limit: number, retryAfterSeconds: number) =>

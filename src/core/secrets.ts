@@ -1,6 +1,7 @@
 // Identifiers and secrets (docs/api.md §1). Ids carry 128 random bits, secrets 256, all from
 // the CSPRNG. Secrets are kept only as SHA-256 digests and compared in constant time, so a
-// copy of the database grants nothing and timing reveals nothing.
+// copy of the database grants nothing and timing reveals nothing. Event ids are minted by
+// the storage engine that stores the event (storage/event-ids.ts).
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { PRODUCT } from '../config.js';
 
@@ -32,34 +33,11 @@ export const ENCODED_SECRET_SHAPE = new RegExp(
 
 const random = (bytes: number) => randomBytes(bytes).toString('base64url');
 
-// Ids (public, unlike secrets) come from a pool of CSPRNG bytes refilled 4 KiB at a time:
-// one call into the CSPRNG per 256 ids instead of one per id, which showed at ~4% of the
-// CPU of ingest. Secrets are still drawn one by one and never share a buffer with ids.
-let idPool = Buffer.alloc(0);
-let idPoolOffset = 0;
-function randomId(bytes: number): string {
-  if (idPoolOffset + bytes > idPool.length) {
-    idPool = randomBytes(4096);
-    idPoolOffset = 0;
-  }
-  idPoolOffset += bytes;
-  return idPool.toString('base64url', idPoolOffset - bytes, idPoolOffset);
-}
-
-export const newAddressId = () => `addr_${randomId(16)}`;
-/**
- * `evt_`, a millisecond (12 hex digits since the epoch), then 128 random bits. The engine
- * mints it when it stores the event, from the event's created_at: PostgreSQL's id index
- * then grows at its end instead of at a random leaf (a random id cost every append one more
- * page written), and SQLite finds the row among the keys of that millisecond
- * (sqlite-event-keys.ts). The time is no secret; the 128 random bits are what the contract
- * asks of an id.
- */
-export const newEventId = (ms: number) => `evt_${ms.toString(16).padStart(12, '0')}${randomId(16)}`;
+export const newAddressId = () => `addr_${random(16)}`;
 export const newReadToken = () => `${READ_TOKEN_PREFIX}${random(32)}`;
 export const newIngressSecret = () => `${INGRESS_SECRET_PREFIX}${random(32)}`;
 export const newViewToken = () => `${VIEW_TOKEN_PREFIX}${random(32)}`;
-export const newViewTokenId = () => `vt_${randomId(16)}`;
+export const newViewTokenId = () => `vt_${random(16)}`;
 
 /** The only form in which a secret is stored: hex SHA-256. */
 export function digestSecret(secret: string): string {

@@ -21,6 +21,7 @@ import {
   type TokenBucketResult,
   type ViewTokenRecord,
 } from '../storage/storage.js';
+import { newEventId } from '../storage/event-ids.js';
 
 export type { EmailPart };
 import {
@@ -51,7 +52,6 @@ import {
   digestSecret,
   newAddressId,
   newIngressSecret,
-  newEventId,
   newReadToken,
   newSlug,
   newViewToken,
@@ -60,6 +60,7 @@ import {
 } from './secrets.js';
 import { jsonDepthExceeds } from './json-depth.js';
 import { toWireAddress, toWireEvent, toWireViewToken, type RecordPage } from './wire.js';
+import { namesNothing, refuseNul } from './storable-text.js';
 import { sliceShared, type SharedRead, type Waiters } from './waiters.js';
 
 export type Clock = () => number;
@@ -175,6 +176,8 @@ export class RoostService {
   }
 
   async createAddress(input: CreateAddress = {}): Promise<CreateAddressResponse> {
+    refuseNul('name', input.name);
+    refuseNul('task_id', input.task_id);
     const ttl = input.expires_in_seconds ?? this.config.defaultTtlSeconds;
     if (input.expires_in_seconds !== undefined) this.checkLifetimeCap(input.expires_in_seconds);
     const readToken = newReadToken();
@@ -231,7 +234,7 @@ export class RoostService {
    * names what the call changes; a view token may not (403).
    */
   async authenticate(addressId: string, token: string | undefined, write?: string): Promise<AddressRecord> {
-    const address = await this.storage.getAddress(addressId, this.now());
+    const address = namesNothing(addressId) ? null : await this.storage.getAddress(addressId, this.now());
     if (!address) throw addressNotFound();
     if (token === undefined) throw unauthorized('Missing bearer token.');
     const access = await this.accessOf(address, token);
@@ -338,7 +341,7 @@ export class RoostService {
 
   async ackEvent(addressId: string, token: string | undefined, eventId: string): Promise<{ event: Event }> {
     await this.authenticate(addressId, token, 'acknowledge events');
-    const record = await this.storage.ackEvent(addressId, eventId, this.now());
+    const record = namesNothing(eventId) ? null : await this.storage.ackEvent(addressId, eventId, this.now());
     if (!record) throw eventNotFound();
     return { event: toWireEvent(record) };
   }
@@ -386,6 +389,7 @@ export class RoostService {
     input: CreateViewToken = {},
   ): Promise<ViewTokenCreated> {
     await this.authenticate(addressId, token, 'manage view tokens');
+    refuseNul('label', input.label);
     const viewToken = newViewToken();
     const now = this.now();
     const record: ViewTokenRecord = {
@@ -419,7 +423,7 @@ export class RoostService {
 
   async revokeViewToken(addressId: string, token: string | undefined, tokenId: string): Promise<void> {
     await this.authenticate(addressId, token, 'manage view tokens');
-    if (!(await this.storage.deleteViewToken(addressId, tokenId))) {
+    if (namesNothing(tokenId) || !(await this.storage.deleteViewToken(addressId, tokenId))) {
       throw new RoostError('view_token_not_found', 404, 'This return address has no view token with this id.');
     }
     this.waiters.wake(addressId);
@@ -433,6 +437,8 @@ export class RoostService {
     await this.authenticate(addressId, token, 'change it');
     if (input.name === undefined && input.task_id === undefined && input.expires_in_seconds === undefined)
       throw invalidRequest('Give at least one of name, task_id and expires_in_seconds.');
+    refuseNul('name', input.name);
+    refuseNul('task_id', input.task_id);
     const now = this.now();
     const changes: AddressChanges = {};
     if (input.name !== undefined) changes.name = input.name;
@@ -462,7 +468,7 @@ export class RoostService {
    */
   async authorizeInbox(addressId: string, secret: string): Promise<AddressRecord> {
     const now = this.now();
-    const address = await this.storage.getAddress(addressId, now);
+    const address = namesNothing(addressId) ? null : await this.storage.getAddress(addressId, now);
     if (!address || !secret.startsWith(INGRESS_SECRET_PREFIX)) throw inboxNotFound();
     if (secretMatches(secret, address.ingressSecretDigest)) return address;
     const { previousIngressDigest: previous, previousIngressUntil: until } = address;
@@ -471,8 +477,8 @@ export class RoostService {
   }
 
   /** The live address that owns an email local part (case-insensitive), or null. */
-  findAddressBySlug(slug: string): Promise<AddressRecord | null> {
-    return this.storage.getAddressBySlug(slug.toLowerCase(), this.now());
+  async findAddressBySlug(slug: string): Promise<AddressRecord | null> {
+    return namesNothing(slug) ? null : this.storage.getAddressBySlug(slug.toLowerCase(), this.now());
   }
 
   /** Whether the address can take one more event now (SMTP answers 452 at RCPT if not). */
@@ -504,6 +510,12 @@ export class RoostService {
         'The Idempotency-Key header and the body field dedupe_key differ; send one, or the same value in both.',
       );
     }
+    // The inbox also takes any body as it is (raw capture), with a type of its own.
+    const alternative = transport === 'http' ? 'or deliver it with ?raw=1, which stores any body as sent' : undefined;
+    refuseNul('type', input.type, alternative);
+    refuseNul('source', input.source, alternative);
+    if (input.parts)
+      for (const part of input.parts) refuseNul(`The filename of attachment ${part.part}`, part.filename);
     const createdAt = this.now();
     const id = input.dataFor ? newEventId(createdAt) : undefined;
     const data = id && input.dataFor ? input.dataFor(id) : input.data;
@@ -557,7 +569,9 @@ export class RoostService {
     part: number | 'raw',
   ): Promise<EmailPart> {
     await this.authenticate(addressId, token);
-    const found = await this.storage.getEmailPart(addressId, eventId, part === 'raw' ? RAW_EMAIL_PART : part);
+    const found = namesNothing(eventId)
+      ? null
+      : await this.storage.getEmailPart(addressId, eventId, part === 'raw' ? RAW_EMAIL_PART : part);
     if (!found)
       throw new RoostError(
         'event_not_found',

@@ -4,7 +4,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { RoostError } from '../core/errors.js';
+import { RoostError, fromStorage } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
 import { redactUrl } from '../redact.js';
 
@@ -94,7 +94,8 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
     );
   });
 
-  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler((thrown: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const error = fromStorage(thrown);
     if (error instanceof RoostError) {
       // Storage that cannot be reached answers 503 `unavailable`: count it with the crashes.
       if (error.code === 'unavailable') metrics.storageErrors.inc();

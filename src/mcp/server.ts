@@ -13,7 +13,7 @@ import {
   type ListToolsResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { RoostError, invalidRequest } from '../core/errors.js';
+import { RoostError, fromStorage, invalidRequest } from '../core/errors.js';
 import { PRODUCT } from '../config.js';
 import { BOUND_TOOLS, SERVICE_TOOLS, type RoostTool, type ToolContext } from './tools.js';
 
@@ -73,7 +73,8 @@ async function callTool(
     // The HTTP client leaving and an MCP cancellation both end a held poll.
     const outcome = await tool.run(parsed.data, context, AbortSignal.any([context.signal, cancel]));
     return success(outcome.structured, outcome.text);
-  } catch (error) {
+  } catch (thrown) {
+    const error = fromStorage(thrown);
     if (error instanceof RoostError) return failure(error);
     context.onInternalError(error);
     return failure(

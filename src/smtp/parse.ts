@@ -241,7 +241,8 @@ export async function parseEmail(raw: Buffer, limits: ParseLimits): Promise<Pars
     references: list(references).map((r) => line(r) ?? ''),
     headers,
     attachments: listed.map((attachment) => ({
-      filename: attachment.filename?.slice(0, MAX_FILENAME_CHARS) ?? null,
+      // A NUL cannot be stored as text (docs/api.md §6); a sender's odd filename must not cost the mail.
+      filename: attachment.filename?.slice(0, MAX_FILENAME_CHARS).replaceAll('\u0000', '\uFFFD') ?? null,
       content_type: safeContentType(attachment.contentType),
       size: attachment.content.length,
       sha256: sha256(attachment.content),

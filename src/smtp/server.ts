@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../config.js';
-import { RoostError } from '../core/errors.js';
+import { RoostError, fromStorage } from '../core/errors.js';
 import { EVENT_CAPACITY } from '../core/limits.js';
 import type { RoostService } from '../core/service.js';
 import type { AddressRecord } from '../storage/storage.js';
@@ -177,7 +177,8 @@ export async function startSmtpServer(
           },
           'email queued',
         );
-      } catch (err) {
+      } catch (thrown) {
+        const err = fromStorage(thrown);
         if (err instanceof RoostError && err.code === 'address_not_found') continue;
         if (err instanceof RoostError && err.code === 'queue_full') {
           // Filled between RCPT and DATA. The whole message is refused for now; recipients

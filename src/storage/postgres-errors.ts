@@ -2,7 +2,7 @@
 // `unavailable`, retry shortly) from a bug (500) or a client's mistake (400). Every path
 // a query can fail by — refused, reset, terminated by an administrator, crashed server,
 // statement or client-side timeout, a full pool — lands in one of these.
-import { RoostError, invalidRequest, unavailable } from '../core/errors.js';
+import { StorageError, StorageInvalidValueError, StorageUnavailableError } from './errors.js';
 
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
@@ -52,18 +52,21 @@ export const isRetryable = (error: unknown) => ['40001', '40P01'].includes(Strin
 export const isUniqueViolation = (error: unknown, constraint: string) =>
   codeOf(error) === '23505' && (error as { constraint?: unknown }).constraint === constraint;
 
-/** 503 `unavailable`, keeping the database's own error as `cause` for the log. */
+/** Unavailable (503 at the edge), keeping the database's own error as `cause` for the log. */
 export const databaseUnavailable = (cause: unknown) =>
-  Object.assign(unavailable('The database is unavailable; retry shortly.'), { cause });
+  new StorageUnavailableError('The database is unavailable; retry shortly.', { cause });
 
-/** The RoostError a storage failure becomes at the edge (503, or 400 for NUL), else itself. */
+/** The StorageError a database failure is (unavailable, or an invalid value for NUL), else itself. */
 export function storageError(error: unknown): unknown {
-  if (error instanceof RoostError) return error;
+  if (error instanceof StorageError) return error;
   if (isUnavailable(error)) return databaseUnavailable(error);
   // PostgreSQL text cannot hold U+0000 (SQLite can); `data` and `metadata` are escaped
   // JSON and never hit this, but `type`, `source`, `name` or `task_id` may.
   if (codeOf(error) === '22021' || codeOf(error) === '22P05') {
-    return invalidRequest('A text field contains a NUL character (\\u0000), which cannot be stored; remove it.');
+    return new StorageInvalidValueError(
+      'A text field contains a NUL character (\\u0000), which cannot be stored; remove it.',
+      { cause: error },
+    );
   }
   return error;
 }

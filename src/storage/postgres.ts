@@ -17,9 +17,8 @@
 // All SQL of the engine is in this file (the schema is in postgres-migrations.ts).
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
-import { takeFromBucket } from '../core/token-bucket.js';
-import { newEventId } from '../core/secrets.js';
+import { takeFromBucket } from './token-bucket.js';
+import { newEventId } from './event-ids.js';
 import { PG_MIGRATIONS } from './postgres-migrations.js';
 import {
   databaseUnavailable,
@@ -56,6 +55,16 @@ import {
 } from './storage.js';
 
 export type { ListenerHeartbeat } from './postgres-listener.js';
+
+/** What the engine takes from the configuration (the names are config.ts's, which supplies them). */
+export interface PostgresOptions {
+  /** postgres:// or postgresql:// URL; required. */
+  databaseUrl?: string;
+  pgPoolSize: number;
+  /** statement_timeout in ms; 0 means none. */
+  pgStatementTimeoutMs: number;
+  pgConnectTimeoutMs: number;
+}
 
 /** Advisory locks are (namespace, key) pairs; the namespace is "Roos" in ASCII. */
 export const ADVISORY_LOCKS = { namespace: 0x526f6f73, migration: 1, purge: 2 } as const;
@@ -344,7 +353,7 @@ export class PostgresStorage implements Storage {
    * `options.listenerHeartbeat` is for tests, which cannot wait 30 s.
    */
   static async open(
-    config: Config,
+    config: PostgresOptions,
     logger?: Logger,
     options: { listenerHeartbeat?: ListenerHeartbeat } = {},
   ): Promise<PostgresStorage> {
@@ -365,7 +374,7 @@ export class PostgresStorage implements Storage {
   }
 
   private constructor(
-    config: Config,
+    config: PostgresOptions,
     private readonly logger?: Logger,
     listenerHeartbeat?: ListenerHeartbeat,
   ) {

@@ -1,8 +1,8 @@
 // The SQL of email parts on SQLite (migration 7): written by the writer thread, read on the
 // event loop's connection. A part row points at its event by the event's key, which the
-// event's id leads to through its millisecond's range or unplaced_event_ids (sqlite-event-keys.ts).
+// event's id leads to through its millisecond's range or unplaced_event_ids (event-ids.ts).
 import type Database from 'better-sqlite3';
-import { firstKeyOf, KEYS_PER_MS, msOfId } from './sqlite-event-keys.js';
+import { firstKeyOf, KEYS_PER_MS, msOfId } from './event-ids.js';
 import type { EmailPart } from './storage.js';
 
 export class SqliteEmailPartWrites {

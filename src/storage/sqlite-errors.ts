@@ -2,7 +2,7 @@
 // service runs is 503 `unavailable` (the file is fine, the write was not made, a retry may
 // succeed once space returns), and a file that cannot be opened at start is one clear
 // sentence for the operator rather than SQLite's terse code.
-import { RoostError, unavailable } from '../core/errors.js';
+import { StorageError, StorageUnavailableError } from './errors.js';
 
 const codeOf = (error: unknown): string => {
   const code = (error as { code?: unknown } | null)?.code;
@@ -12,16 +12,16 @@ const codeOf = (error: unknown): string => {
 /** SQLite's result codes for a disk or lock that may come right without a restart. */
 const TRANSIENT = /^SQLITE_(FULL|IOERR|BUSY|LOCKED|NOMEM|CANTOPEN|PROTOCOL)/;
 
-/** The RoostError a failure of a running engine becomes (503 when transient), else itself. */
+/** The StorageError a failure of a running engine is (unavailable when transient), else itself. */
 export function sqliteError(error: unknown): unknown {
-  if (error instanceof RoostError) return error;
+  if (error instanceof StorageError) return error;
   const code = codeOf(error);
   if (code === 'SQLITE_FULL')
-    return Object.assign(
-      unavailable('The disk holding the database is full; nothing was written. Retry once space is freed.'),
+    return new StorageUnavailableError(
+      'The disk holding the database is full; nothing was written. Retry once space is freed.',
       { cause: error },
     );
-  if (TRANSIENT.test(code)) return Object.assign(unavailable(), { cause: error });
+  if (TRANSIENT.test(code)) return new StorageUnavailableError(undefined, { cause: error });
   return error;
 }
 

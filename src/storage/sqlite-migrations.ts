@@ -141,7 +141,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
   {
     version: 4,
     name: 'event rowids led by the time: no index on event ids or on age',
-    // Every event's rowid becomes a key in the range of its millisecond (sqlite-event-keys.ts):
+    // Every event's rowid becomes a key in the range of its millisecond (event-ids.ts):
     // its created_at × 1,024 plus its rank among that millisecond's events. Ids are not
     // changed. The unique index on ids and events_by_age go: with them a commit of 24
     // appends wrote ~35 pages, without them ~31, and took ~13% less time. An event whose id
@@ -222,7 +222,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
     version: 6,
     name: 'bytes held per event',
     // Each event's size (storage.ts eventSize). An address's total is their sum, read with
-    // its queue state and then kept in the writer's memory (sqlite-writes.ts): a column kept
+    // its queue state and then kept in the writer's memory (sqlite-write-transactions.ts): a column kept
     // by triggers would cost every append a write of the address row.
     sql: `
       ALTER TABLE events ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;

@@ -1,7 +1,7 @@
 // The embedded engine: one SQLite file through better-sqlite3, for one process.
 // WAL with synchronous=FULL, so a 202 survives power loss. Reads run here, on the event
 // loop's own connection; every write goes, in order, to the writer thread
-// (sqlite-writer.ts), which commits appends that arrive together in one transaction and
+// (sqlite-writer-thread.ts), which commits appends that arrive together in one transaction and
 // one fsync (group commit). Each caller's promise resolves only after the COMMIT that holds
 // its write, so "202 means durable" holds per request, and a read started after that sees it.
 import type Database from 'better-sqlite3';
@@ -9,8 +9,7 @@ import type { Logger } from 'pino';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { unavailable } from '../core/errors.js';
-import { newEventId } from '../core/secrets.js';
+import { newEventId } from './event-ids.js';
 import {
   ADDRESS_COLUMNS,
   EVENT_COLUMNS,
@@ -23,17 +22,20 @@ import {
 import { KEY_OF_ID } from './sqlite-migrations.js';
 import { prepareEmailPartRead } from './sqlite-email-parts.js';
 import { lockForThisProcess, migrate, openSqlite, restrictToOwner, type Synchronous } from './sqlite-connection.js';
+import { StorageUnavailableError } from './errors.js';
 import { cannotOpen, sqliteError } from './sqlite-errors.js';
 import type {
   CallableWrite,
+  WriteArgs,
+  WriteResult,
   WireError,
   WireOutcome,
   WriteReply,
   WriteRequest,
   WriterMessage,
   WriterOptions,
-} from './sqlite-writer.js';
-import { toAppendTuple, type AppendTuple, type CommitStats } from './sqlite-writes.js';
+} from './sqlite-writer-thread.js';
+import { toAppendTuple, type AppendTuple, type CommitStats } from './sqlite-write-transactions.js';
 import type {
   AddressChanges,
   AddressRecord,
@@ -68,7 +70,7 @@ const pageRowToEvent = (row: PageTuple): EventRecord => ({
 
 interface PendingAppend {
   input: AppendInput;
-  /** The new event's id, from its created_at: the writer stores it by that millisecond (sqlite-event-keys.ts). */
+  /** The new event's id, from its created_at: the writer stores it by that millisecond (event-ids.ts). */
   id: string;
   capacity: number;
   maxBytes: number;
@@ -127,10 +129,10 @@ const PURGE_STEP_EVENTS = 1000;
 /** Starts the writer thread from its module beside this one. */
 function startWriter(options: WriterOptions): Worker {
   const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new Worker(new URL('./sqlite-writer.js', here), { workerData: options });
+  if (!here.endsWith('.ts')) return new Worker(new URL('./sqlite-writer-thread.js', here), { workerData: options });
   // Run from TypeScript source (the tests, through tsx): Node 20 does not apply the parent's
   // `--import tsx` hooks to a worker's entry module, so the worker loads it through tsx's API.
-  const entry = JSON.stringify(new URL('./sqlite-writer.ts', here).href);
+  const entry = JSON.stringify(new URL('./sqlite-writer-thread.ts', here).href);
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
   return new Worker(`import(${tsx}).then((api) => api.tsImport(${entry}, ${entry}))`, {
     eval: true,
@@ -268,11 +270,9 @@ export class SqliteStorage implements Storage {
     if (!this.writerFailure && !this.closing)
       this.logger?.fatal({ err: error }, 'the SQLite writer thread stopped: writes fail until Roost is restarted');
     // Every write fails from now on: 503, and /readyz says so, until Roost is restarted.
-    this.writerFailure ??= Object.assign(
-      unavailable('The storage writer thread stopped; writes fail until Roost is restarted.'),
-      {
-        cause: error,
-      },
+    this.writerFailure ??= new StorageUnavailableError(
+      'The storage writer thread stopped; writes fail until Roost is restarted.',
+      { cause: error },
     );
     for (const waiting of this.inFlight.values()) waiting.reject(this.writerFailure);
     this.inFlight.clear();
@@ -289,10 +289,10 @@ export class SqliteStorage implements Storage {
   }
 
   /** Any write but an append: appends sent earlier in this turn go first, to keep the order. */
-  private call<T>(method: CallableWrite, ...args: unknown[]): Promise<T> {
+  private call<M extends CallableWrite>(method: M, ...args: WriteArgs<M>): Promise<WriteResult<M>> {
     if (this.closing) return Promise.reject(new Error('storage is closed'));
     this.sendAppends();
-    return this.send<T>({ op: 'call', method, args });
+    return this.send<WriteResult<M>>({ op: 'call', method, args });
   }
 
   async insertAddress(address: AddressRecord): Promise<'ok' | 'slug_taken'> {
@@ -317,7 +317,7 @@ export class SqliteStorage implements Storage {
 
   async deleteAddress(id: string): Promise<boolean> {
     // Appends queued before the delete land first, then go with it.
-    return this.forgetAround(id, this.call<boolean>('deleteAddress', id));
+    return this.forgetAround(id, this.call('deleteAddress', id));
   }
 
   /** Drops the cached address now and once the write lands: a read meanwhile may cache it again. */
@@ -339,14 +339,11 @@ export class SqliteStorage implements Storage {
   }
 
   replaceIngressSecret(id: string, digest: string, previousUntil: number | null, now: number) {
-    return this.forgetAround(
-      id,
-      this.call<AddressRecord | null>('replaceIngressSecret', id, digest, previousUntil, now),
-    );
+    return this.forgetAround(id, this.call('replaceIngressSecret', id, digest, previousUntil, now));
   }
 
   async insertViewToken(token: ViewTokenRecord, max: number, now: number) {
-    return this.call<'ok' | 'limit' | 'address_not_found'>('insertViewToken', token, max, now);
+    return this.call('insertViewToken', token, max, now);
   }
 
   async listViewTokens(addressId: string, now: number): Promise<ViewTokenRecord[]> {
@@ -437,7 +434,7 @@ export class SqliteStorage implements Storage {
   async purge(now: number, retainAfter: number): Promise<PurgeResult> {
     const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
     for (;;) {
-      const step = await this.call<PurgeResult & { done: boolean }>('purgeStep', now, retainAfter, PURGE_STEP_EVENTS);
+      const step = await this.call('purgeStep', now, retainAfter, PURGE_STEP_EVENTS);
       for (const id of step.expiredAddressIds) this.addressCache.delete(id);
       result.expiredAddressIds.push(...step.expiredAddressIds);
       result.eventsPurged += step.eventsPurged;

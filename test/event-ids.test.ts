@@ -1,5 +1,6 @@
-// SQLite stores each event under a key in the range of its created_at's millisecond, and
-// finds it by id and by age through that key alone (src/storage/sqlite-event-keys.ts). The
+// Event ids carry their millisecond and 128 random bits (docs/api.md §1), and SQLite stores
+// each event under a key in the range of its created_at's millisecond, and finds it by id
+// and by age through that key alone (src/storage/event-ids.ts). The
 // cases where the range cannot be used — a full millisecond, a created_at before the ranges
 // start, a clock that stepped back — must still give every event a key of its own, an ack
 // by id that finds it, and a purge that takes exactly the events past retention.
@@ -10,12 +11,30 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type Database from 'better-sqlite3';
 import fc from 'fast-check';
-import { newEventId } from '../src/core/secrets.js';
 import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
-import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId } from '../src/storage/sqlite-event-keys.js';
-import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite-writes.js';
+import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId, newEventId } from '../src/storage/event-ids.js';
+import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite-write-transactions.js';
 import type { AppendInput } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
+
+test('newEventId: evt_, the millisecond in 12 hex digits, then 128 random bits in base64url, never repeated', () => {
+  const ms = Date.UTC(2030, 0, 1);
+  const ids = Array.from({ length: 1000 }, () => newEventId(ms));
+  const prefix = `evt_${ms.toString(16).padStart(12, '0')}`;
+  for (const id of ids) {
+    assert.match(id, /^evt_[0-9a-f]{12}[A-Za-z0-9_-]{22}$/);
+    assert.ok(id.startsWith(prefix), `${id} carries its millisecond`);
+    assert.equal(Buffer.from(id.slice(16), 'base64url').length, 16, '128 bits');
+  }
+  // Across refills of the pool of random bytes (256 ids each), every id is new.
+  assert.equal(new Set(ids).size, ids.length);
+  // Every one of the 128 bits varies (a stuck bit would be the same in all 1,000 ids).
+  const bits = ids.map((id) => Buffer.from(id.slice(16), 'base64url'));
+  for (let bit = 0; bit < 128; bit++) {
+    const ones = bits.filter((b) => (b[bit >> 3] >> (7 - (bit & 7))) & 1).length;
+    assert.ok(ones > 350 && ones < 650, `bit ${bit} is set in ${ones} of 1000 ids`);
+  }
+});
 
 test('msOfId gives back the millisecond newEventId was given, and null for ids of other forms', () => {
   fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 48 - 1 }), (ms) => msOfId(newEventId(ms)) === ms));

@@ -6,7 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite, type Synchronous } from './sqlite-connection.js';
 import { SqliteEmailPartWrites } from './sqlite-email-parts.js';
-import { SqliteWrites, type AppendOutcome, type AppendTuple } from './sqlite-writes.js';
+import { SqliteWrites, type AppendOutcome, type AppendTuple } from './sqlite-write-transactions.js';
 
 export interface WriterOptions {
   path: string;
@@ -14,13 +14,12 @@ export interface WriterOptions {
   groupCommit: boolean;
 }
 
-/** What the event loop sends: appends in batches, any other write as a method call. */
-export type WriteRequest =
-  | { id: number; op: 'append'; items: AppendTuple[] }
-  | { id: number; op: 'call'; method: CallableWrite; args: unknown[] }
-  | { id: number; op: 'close' };
-
-export type CallableWrite =
+/**
+ * The writes the event loop calls by name (appends come in batches instead), typed from
+ * the classes that make them: the compiler checks each call's arguments and result.
+ */
+type CallableWrites = Pick<
+  SqliteWrites,
   | 'insertAddress'
   | 'deleteAddress'
   | 'updateAddress'
@@ -32,7 +31,24 @@ export type CallableWrite =
   | 'ackUpTo'
   | 'purgeStep'
   | 'takeToken'
-  | 'putEmailParts';
+> &
+  Pick<SqliteEmailPartWrites, 'putEmailParts'>;
+
+export type CallableWrite = keyof CallableWrites;
+export type WriteArgs<M extends CallableWrite> = Parameters<CallableWrites[M]>;
+export type WriteResult<M extends CallableWrite> = ReturnType<CallableWrites[M]>;
+
+/** One call: the method's name and its arguments, which belong together. */
+export interface CallRequest<M extends CallableWrite = CallableWrite> {
+  id: number;
+  op: 'call';
+  method: M;
+  args: WriteArgs<M>;
+}
+
+/** What the event loop sends: appends in batches, any other write as a method call. */
+export type WriteRequest =
+  { id: number; op: 'append'; items: AppendTuple[] } | CallRequest | { id: number; op: 'close' };
 
 /** An error as it crosses the thread boundary (its class is lost; message and code are kept). */
 export interface WireError {
@@ -88,6 +104,22 @@ db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
 db.pragma('cache_size = -8000');
 const writes = new SqliteWrites(db);
 const emailParts = new SqliteEmailPartWrites(db);
+const calls: { [M in CallableWrite]: (...args: WriteArgs<M>) => WriteResult<M> } = {
+  insertAddress: (...args) => writes.insertAddress(...args),
+  deleteAddress: (...args) => writes.deleteAddress(...args),
+  updateAddress: (...args) => writes.updateAddress(...args),
+  replaceReadToken: (...args) => writes.replaceReadToken(...args),
+  replaceIngressSecret: (...args) => writes.replaceIngressSecret(...args),
+  insertViewToken: (...args) => writes.insertViewToken(...args),
+  deleteViewToken: (...args) => writes.deleteViewToken(...args),
+  ackEvent: (...args) => writes.ackEvent(...args),
+  ackUpTo: (...args) => writes.ackUpTo(...args),
+  purgeStep: (...args) => writes.purgeStep(...args),
+  takeToken: (...args) => writes.takeToken(...args),
+  putEmailParts: (...args) => emailParts.putEmailParts(...args),
+};
+const dispatch = <M extends CallableWrite>(request: CallRequest<M>): WriteResult<M> =>
+  calls[request.method](...request.args);
 let pending: Array<Extract<WriteRequest, { op: 'append' }>> = [];
 let flushScheduled = false;
 
@@ -140,10 +172,7 @@ port.on('message', (request: WriteRequest) => {
     return;
   }
   try {
-    const target = request.method === 'putEmailParts' ? emailParts : writes;
-    const value = (target as unknown as Record<string, (...args: unknown[]) => unknown>)[request.method](
-      ...request.args,
-    );
+    const value = dispatch(request);
     port.postMessage([{ id: request.id, ok: true, value }] satisfies WriterMessage);
   } catch (error) {
     port.postMessage([{ id: request.id, ok: false, error: toWireError(error) }] satisfies WriterMessage);

@@ -1,11 +1,11 @@
 // Every write to the SQLite file, on the one connection that makes them (the writer thread's,
-// see sqlite-writer.ts). Synchronous: each method is one transaction, except appendBatch,
+// see sqlite-writer-thread.ts). Synchronous: each method is one transaction, except appendBatch,
 // which puts a whole batch of appends in one transaction and one fsync (group commit).
 import type Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
-import { takeFromBucket } from '../core/token-bucket.js';
+import { takeFromBucket } from './token-bucket.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, toAddress, toEvent, type AddressRow, type EventRow } from './rows.js';
-import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId } from './sqlite-event-keys.js';
+import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId } from './event-ids.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
 import {
   eventSize,
@@ -113,7 +113,7 @@ export class SqliteWrites {
    */
   private readonly queues = new Map<string, QueueState>();
   /**
-   * The highest key given out in a millisecond's range (sqlite-event-keys.ts): the next
+   * The highest key given out in a millisecond's range (event-ids.ts): the next
    * event of that millisecond, or of a later one, needs no query for its key. Exact for
    * the reason `queues` is; a key given to an append that then failed is a gap, no clash.
    */
@@ -187,7 +187,7 @@ export class SqliteWrites {
         `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?)
          WHERE rowid >= ? AND rowid < ? AND id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
       ),
-      // ...or, when it is not there, by unplaced_event_ids (sqlite-event-keys.ts; almost always empty).
+      // ...or, when it is not there, by unplaced_event_ids (event-ids.ts; almost always empty).
       ackUnplaced: db.prepare<[number, string, string, string], EventRow>(
         `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?)
          WHERE rowid = (SELECT event_key FROM unplaced_event_ids WHERE id = ?) AND id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
@@ -198,7 +198,7 @@ export class SqliteWrites {
       expired: db.prepare<[number], { id: string }>(
         'SELECT id FROM addresses WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT 100',
       ),
-      // Past retention: a range of keys (sqlite-event-keys.ts), which holds the unplaced
+      // Past retention: a range of keys (event-ids.ts), which holds the unplaced
       // events too (below LOW_KEYS): for those, created_at decides.
       purgeOld: db.prepare(
         'DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE rowid < ? AND created_at < ? LIMIT ?)',
@@ -409,7 +409,7 @@ export class SqliteWrites {
 
   /**
    * The key of a new event created at `createdAt`: the next one of its millisecond's range,
-   * or null when that range is full or starts below LOW_KEYS (sqlite-event-keys.ts).
+   * or null when that range is full or starts below LOW_KEYS (event-ids.ts).
    */
   private keyFor(createdAt: number): number | null {
     const first = firstKeyOf(createdAt);
@@ -477,7 +477,7 @@ export class SqliteWrites {
       }
     })();
     if (eventsPurged >= budget) return { expiredAddressIds, eventsPurged, done: false };
-    // Past retention: a range of keys (sqlite-event-keys.ts), which holds the unplaced
+    // Past retention: a range of keys (event-ids.ts), which holds the unplaced
     // events too (below LOW_KEYS): for those, created_at decides.
     const slice = budget - eventsPurged;
     const old = this.sql.purgeOld.run(retainAfter * KEYS_PER_MS, retainAfter, slice).changes;

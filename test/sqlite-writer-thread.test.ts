@@ -14,8 +14,8 @@ import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { SqliteStorage } from '../src/storage/sqlite.js';
 import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
-import { newEventId } from '../src/core/secrets.js';
-import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite-writes.js';
+import { newEventId } from '../src/storage/event-ids.js';
+import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite-write-transactions.js';
 import type { AppendInput } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 

@@ -1,7 +1,8 @@
 // The token bucket behind the provisioning rate limit (docs/api.md §9): `limit` tokens,
 // refilled evenly over `periodMs`. Pure arithmetic, so that both storage engines apply
-// the same rule to the state they hold (SQLite: one process; PostgreSQL: all instances).
-import type { TokenBucketResult } from '../storage/storage.js';
+// the same rule to the state they hold (SQLite: one process; PostgreSQL: all instances);
+// the SMTP listener's per-IP limit applies it to buckets it keeps in memory.
+import type { TokenBucketResult } from './storage.js';
 
 export interface BucketState {
   tokens: number;
