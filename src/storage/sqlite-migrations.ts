@@ -57,7 +57,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
     version: 2,
     name: 'sequence floor kept by a trigger, not by every append',
     // An append used to write its address row (last_sequence = the new sequence): one more
-    // page at a random place per event, ~10% of the append. Now the next sequence is
+    // page at a random place per event. Now the next sequence is
     // max(MAX(events.sequence), last_sequence) + 1, and last_sequence only has to remember
     // the sequences of events that are gone — which this trigger records for every way an
     // event can leave (eviction, retention, address deletion), in the same transaction.
@@ -74,10 +74,9 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
     version: 3,
     name: 'integer address keys in the event indexes',
     // Every append writes one leaf of events_by_sequence at its address's place, and those
-    // leaves were ~70% of the WAL bytes of a commit. Keyed by the 27-character address id, a
-    // leaf held ~100 entries and split often; keyed by an integer it holds ~400. A commit of
-    // 22 appends to different addresses, the writer alone, took 0.49 instead of 0.60 ms
-    // (BENCHMARKS.md). The key is an explicit INTEGER PRIMARY KEY because VACUUM may
+    // leaves are most of the WAL bytes of a commit. Keyed by the 27-character address id, a
+    // leaf holds a quarter of the entries an integer key allows, and splits more often
+    // (BENCHMARKS.md, What bounds each figure). The key is an explicit INTEGER PRIMARY KEY because VACUUM may
     // renumber an implicit rowid; a deleted address's key may be given out again, which is
     // safe because its events go in the same transaction. Events keep address_id too, so
     // that reading one needs no join. Both tables are rebuilt (the only way to change a key
@@ -143,8 +142,8 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
     name: 'event rowids led by the time: no index on event ids or on age',
     // Every event's rowid becomes a key in the range of its millisecond (event-ids.ts):
     // its created_at × 1,024 plus its rank among that millisecond's events. Ids are not
-    // changed. The unique index on ids and events_by_age go: with them a commit of 24
-    // appends wrote ~35 pages, without them ~31, and took ~13% less time. An event whose id
+    // changed. The unique index on ids and events_by_age go: two B-trees fewer for every
+    // commit to write. An event whose id
     // does not carry its created_at keeps its old rowid, below 2^32, where no millisecond's
     // range is, and unplaced_event_ids finds it by id: the ids of versions before time-led
     // ids, and time-led ids whose millisecond ended between minting the id and stamping

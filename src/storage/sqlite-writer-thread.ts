@@ -89,17 +89,16 @@ const options = workerData as WriterOptions;
 const db = openSqlite(options.path, options.synchronous);
 // Checkpoints (copying the WAL back into the database file, with an fsync of it) run inside
 // a COMMIT on this thread, and every append waiting meanwhile waits for them. SQLite's
-// default, every 1,000 WAL pages, made ~5% of commits take 5–100 ms; every 16,000 pages
-// (a WAL of up to 64 MiB) copies each hot page once instead of ~16 times, took ingest from
-// ~13.9k to ~15.4k req/s on the bench and its p99 from 9 to 6 ms (BENCHMARKS.md).
+// default, every 1,000 WAL pages, stalled commits often; every 16,000 pages (a WAL of up to
+// 64 MiB) copies each hot page once instead of many times (BENCHMARKS.md, History).
 db.pragma('wal_autocheckpoint = 16000');
 // After a checkpoint the WAL file is reused from its start; beyond this it is truncated.
 db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
 // The writer's page cache, 8 MiB instead of this build's 16. Every commit that splits an
 // index page ends with a scan of the whole cache's hash table: balance_nonroot renumbers
 // pages through the lock-byte page (page 262,145 at 4 KiB), and pcache1Truncate then sees a
-// page beyond the end of the file. That scan was ~6% of the writer's CPU; half the cache
-// halves it, and the writer alone committed ~4% faster (BENCHMARKS.md). The event loop's
+// page beyond the end of the file, which showed in the writer's profile; half the cache
+// halves the scan. The event loop's
 // connection, which serves reads, keeps the default.
 db.pragma('cache_size = -8000');
 const writes = new SqliteWrites(db);

@@ -101,7 +101,7 @@ const LATEST_SEQUENCE = `(SELECT max(last_sequence, coalesce((SELECT MAX(sequenc
  * first always, then each while the sum stays within the bound. More candidates than events
  * returned means has_more. The latest sequence comes in the same statement (one snapshot),
  * so it is at least every sequence of the page. Rows as arrays, in EVENT_COLUMNS order then
- * the count and the latest: an object per row made better-sqlite3 ~35% slower here.
+ * the count and the latest: an object per row made better-sqlite3 markedly slower here.
  * `unacknowledged`: only events without acknowledged_at, filtered on the same index scan,
  * which the address's capacity bounds (docs/api.md §9.1); an index of its own would cost
  * every append another B-tree write.
@@ -185,7 +185,7 @@ export class SqliteStorage implements Storage {
   private readonly groupCommit: boolean;
   /**
    * Addresses by id, for the inbox and bearer checks that begin almost every request (a
-   * lookup through SQLite costs ~10 µs, a read transaction included). This process is the
+   * lookup through SQLite costs a read transaction). This process is the
    * only writer of the file, so the cache stays exact by forgetting an address around every
    * write that changes or removes it (see forgetAround); expiry itself is checked against
    * `now` on every hit, as the SQL does.
