@@ -28,6 +28,8 @@ export type CallableWrite =
   | 'replaceIngressSecret'
   | 'insertViewToken'
   | 'deleteViewToken'
+  | 'putSender'
+  | 'deleteSender'
   | 'ackEvent'
   | 'ackUpTo'
   | 'purgeStep'
