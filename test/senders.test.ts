@@ -4,10 +4,14 @@
 // refused or marked over their exact bytes.
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sign } from '@octokit/webhooks-methods';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { SecretBox, SecretKeyMismatch } from '../src/core/secret-box.js';
 import { PROVIDER_NAMES } from '../src/core/senders/provider.js';
 import { registeredProviders } from '../src/core/senders/registry.js';
 import { assertError, createAddress, listEvents, request, type CreatedAddress } from './helpers/http.js';
@@ -359,3 +363,109 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+describe('the server key', () => {
+  it('is generated 0600 into the data directory on first start and reused after a restart (sqlite)', async () => {
+    const first = await startTestServer('sqlite');
+    const dbPath = first.dbPath!;
+    const keyPath = join(dirname(dbPath), 'secret.key');
+    try {
+      assert.equal(statSync(keyPath).mode & 0o777, 0o600);
+      const key = readFileSync(keyPath, 'utf8');
+      assert.equal(Buffer.from(key.trim(), 'base64').length, 32);
+      const address = await createAddress(first.url);
+      const put = await request(first.url, 'PUT', `/api/v1/addresses/${address.id}/sender`, {
+        body: { provider: 'hmac_sha256', secrets: ['restart-secret'], header: 'x-sig' },
+        token: address.token,
+      });
+      assert.equal(put.status, 200, put.text);
+      await first.roost.close(); // stopped, its folder kept
+
+      const again = await startTestServer('sqlite', { reuse: { dbPath } });
+      try {
+        assert.equal(readFileSync(keyPath, 'utf8'), key, 'the same key, not a new one');
+        const inbox = `${again.url}${new URL(address.inbox).pathname}`;
+        const res = await request(again.url, 'POST', inbox, {
+          rawBody: 'hello',
+          headers: { 'x-sig': createHmac('sha256', 'restart-secret').update('hello').digest('hex') },
+        });
+        assert.equal(res.status, 202, res.text);
+        assert.deepEqual(res.body.event.data.verification, { provider: 'hmac_sha256', verified: true });
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await first.close(); // removes the folder
+    }
+  });
+
+  it('refuses a malformed ROOST_SECRET_KEY at start', () => {
+    for (const bad of ['short', Buffer.alloc(16).toString('base64'), 'not base64 at all!!'])
+      assert.throws(() => loadConfig({ ROOST_SECRET_KEY: bad }), ConfigError);
+    assert.equal(loadConfig({ ROOST_SECRET_KEY: 'ab'.repeat(32) }).secretKey?.length, 32);
+  });
+
+  it('seals with a fresh nonce per value, bound to its context; another key or context does not open it', () => {
+    const box = new SecretBox(Buffer.alloc(32, 1));
+    const a = box.seal('s3cret', 'ctx');
+    assert.notEqual(a, box.seal('s3cret', 'ctx'));
+    assert.ok(!a.includes('s3cret'));
+    assert.equal(box.open(a, 'ctx'), 's3cret');
+    assert.throws(() => box.open(a, 'other'), SecretKeyMismatch);
+    assert.throws(() => new SecretBox(Buffer.alloc(32, 2)).open(a, 'ctx'), SecretKeyMismatch);
+    const altered = a.slice(0, -2) + (a.endsWith('A') ? 'BB' : 'AA');
+    assert.throws(() => box.open(altered, 'ctx'), SecretKeyMismatch);
+  });
+
+  for (const engine of ENGINES) {
+    it(`a key that cannot open a stored sender fails safely: 503, nothing stored, a log line without the secret [${engine}]`, async (t) => {
+      const skip = await engineSkipReason(engine);
+      if (skip) return t.skip(`skipped: ${skip}`);
+      const first = await startTestServer(engine);
+      const reuse = { dbPath: first.dbPath, databaseUrl: first.databaseUrl };
+      const address = await createAddress(first.url);
+      const secret = `secret-${randomUUID()}`;
+      await request(first.url, 'PUT', `/api/v1/addresses/${address.id}/sender`, {
+        body: { provider: 'hmac_sha256', secrets: [secret], header: 'x-sig' },
+        token: address.token,
+      });
+      // Stopped without dropping its database: the next server, with another key, takes it over.
+      await first.roost.close();
+      const other = await startTestServer(engine, {
+        reuse,
+        env: { ROOST_SECRET_KEY: Buffer.alloc(32, 9).toString('base64') },
+      });
+      try {
+        const inbox = `${other.url}${new URL(address.inbox).pathname}`;
+        const signed = createHmac('sha256', secret).update('hello').digest('hex');
+        const res = await request(other.url, 'POST', inbox, { rawBody: 'hello', headers: { 'x-sig': signed } });
+        assertError(res, 503, 'unavailable');
+        assert.ok(res.headers.get('retry-after'));
+        const events = await request(other.url, 'GET', `/api/v1/addresses/${address.id}/events`, {
+          token: address.token,
+        });
+        assert.equal(events.body.events.length, 0, 'nothing stored');
+        assert.match(other.logs(), new RegExp(`"addressId":"${address.id}".*ROOST_SECRET_KEY`));
+        assert.ok(!other.logs().includes(secret));
+        const shown = await request(other.url, 'GET', `/api/v1/addresses/${address.id}/sender`, {
+          token: address.token,
+        });
+        assert.equal(shown.body.sender.secrets, 1, 'GET needs no secret opened');
+        assert.match(
+          (await request(other.url, 'GET', '/metrics')).text,
+          /^roost_sender_deliveries_total\{provider="unknown",outcome="unavailable"\} 1$/m,
+        );
+        // Set again, the sender is sealed with this key and verifies.
+        await request(other.url, 'PUT', `/api/v1/addresses/${address.id}/sender`, {
+          body: { provider: 'hmac_sha256', secrets: [secret], header: 'x-sig' },
+          token: address.token,
+        });
+        const retried = await request(other.url, 'POST', inbox, { rawBody: 'hello', headers: { 'x-sig': signed } });
+        assert.equal(retried.status, 202, retried.text);
+      } finally {
+        await other.close();
+        await first.close(); // drops the database (and the SQLite folder)
+      }
+    });
+  }
+});
