@@ -10,16 +10,16 @@ import {
   SENDER_TOLERANCE_DEFAULT_SECONDS,
   SENDER_TOLERANCE_MAX_SECONDS,
 } from './core/limits.js';
-import { PROVIDER_NAMES } from './core/senders/provider.js';
+import { PROVIDER_NAMES, type ProviderName } from './core/senders/provider.js';
 import { DateTime } from './schemas.js';
 
-const Provider = Type.Union(
-  PROVIDER_NAMES.map((name) => Type.Literal(name)),
-  {
+const Provider = Type.Unsafe<ProviderName>(
+  Type.String({
+    enum: [...PROVIDER_NAMES],
     description:
       'Whose signature scheme the inbox verifies: github, stripe, slack, standard_webhooks (Svix and the senders that use it), ' +
       'shopify, twilio, meta, microsoft_graph, zoom, dropbox, twitch, linear, or hmac_sha256 (generic).',
-  },
+  }),
 );
 
 const Encoding = Type.Union([Type.Literal('hex'), Type.Literal('base64')]);

@@ -6,7 +6,7 @@ import { invalidRequest } from '../errors.js';
 import { isoTime } from '../iso-time.js';
 import { SENDER_TOLERANCE_DEFAULT_SECONDS } from '../limits.js';
 import type { SecretBox } from '../secret-box.js';
-import type { HmacSettings, SenderProvider, SenderSettings } from './provider.js';
+import type { HmacSettings, ProviderName, SenderProvider, SenderSettings } from './provider.js';
 import { registeredProviders, senderProvider } from './registry.js';
 
 /** A sender ready to verify deliveries: its provider, its settings with the secrets opened. */
@@ -25,7 +25,7 @@ export function sealSender(addressId: string, input: PutSender, box: SecretBox, 
   const { provider } = input;
   if (!senderProvider(provider)) {
     throw invalidRequest(
-      `The provider "${String(provider)}" is not available on this server; use one of ${registeredProviders().join(', ')}.`,
+      `The provider "${provider}" is not available on this server; use one of ${registeredProviders().join(', ')}.`,
     );
   }
   if (input.verify_token !== undefined && provider !== 'meta')
@@ -73,7 +73,7 @@ export function openSender(record: SenderRecord, box: SecretBox): LoadedSender |
 /** The sender as GET shows it: never a secret, only how many. */
 export function toWireSender(record: SenderRecord): Sender {
   const sender: Sender = {
-    provider: record.provider as Sender['provider'],
+    provider: record.provider as ProviderName,
     enforce: record.enforce,
     tolerance_seconds: record.toleranceSeconds,
     secrets: record.secretCount,
