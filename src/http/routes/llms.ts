@@ -24,6 +24,12 @@ export function llmsText(base: string): string {
    Idempotency-Key header; a repeat returns the first event with "duplicate": true.
    curl -s -X POST "$INBOX_URL" -H 'content-type: application/json' -d '{"data":{"ok":true}}'
    Webhook senders with their own payload format: use "$INBOX_URL?raw=1" (any body).
+   Real providers (github, stripe, slack, standard_webhooks, shopify, twilio, meta,
+   microsoft_graph, zoom, dropbox, twitch, linear, or hmac_sha256): set the sender first,
+   PUT ${base}/api/v1/addresses/$ADDRESS_ID/sender (bearer) {"provider":"github",
+   "secrets":["<the webhook secret>"]}; then the plain inbox URL verifies each signature
+   (401 signature_invalid otherwise), answers URL handshakes (Slack, Meta, Zoom...),
+   types events github.push etc. and dedupes provider retries. Secrets are never shown.
    Mail to address.email arrives as events of type email.received.
 3. Read, long-polling up to ${WAIT_MAX_SECONDS} s:
    curl -s "${base}/api/v1/addresses/$ADDRESS_ID/events?after=0&limit=${LIMIT_DEFAULT}&wait=${WAIT_MAX_SECONDS}" \\
@@ -37,7 +43,8 @@ export function llmsText(base: string): string {
 
 - ${base}/mcp : tools create_return_address, get_return_address, poll_events, ack_event,
   delete_return_address, update_return_address, rotate_read_token, rotate_inbox_secret,
-  create_view_token, list_view_tokens, revoke_view_token (the address tools take address_id).
+  create_view_token, list_view_tokens, revoke_view_token, configure_sender, get_sender,
+  clear_sender (the address tools take address_id).
 - ${base}/mcp/{address_id} (= endpoints.mcp_url): the same address tools, bound to
   that address.
 - Typical: create_return_address -> store the result -> hand out inbox_url ->
