@@ -2,7 +2,7 @@
 // and nothing imports back up. `npm run lint` runs this check.
 const TRANSPORTS = '^src/(http|mcp|smtp)/';
 const ENTRY_POINTS = '^src/(cli|server|index)[.]ts$';
-const CORE = '^src/(core/|config[.]ts$|schemas[.]ts$|credential-schemas[.]ts$)';
+const CORE = '^src/(core/|config[.]ts$|(|credential-|sender-)schemas[.]ts$)';
 
 module.exports = {
   forbidden: [
@@ -60,7 +60,11 @@ module.exports = {
       from: { path: '^src/client/' },
       to: {
         path: '^src/',
-        pathNot: ['^src/client/', '^src/(schemas|credential-schemas|config)[.]ts$', '^src/core/limits[.]ts$'],
+        pathNot: [
+          '^src/client/',
+          '^src/(schemas|credential-schemas|sender-schemas|config)[.]ts$',
+          '^src/core/limits[.]ts$',
+        ],
       },
     },
     {
@@ -68,7 +72,7 @@ module.exports = {
       comment: 'The browser inspector shares only types with the server.',
       severity: 'error',
       from: { path: '^src/web/' },
-      to: { path: '^src/', pathNot: ['^src/web/', '^src/(schemas|credential-schemas)[.]ts$'] },
+      to: { path: '^src/', pathNot: ['^src/web/', '^src/(schemas|credential-schemas|sender-schemas)[.]ts$'] },
     },
     {
       name: 'no-circular',

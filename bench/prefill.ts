@@ -38,6 +38,7 @@ export async function prefill(path: string, addresses: number, events: number, s
       ingressSecretDigest: digestSecret(secret),
       previousIngressDigest: null,
       previousIngressUntil: null,
+      hasSender: false,
     });
     ids.push(id);
     if (i % every === 0 && sample.length < sampleSize) {

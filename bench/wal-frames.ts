@@ -51,6 +51,7 @@ try {
         ingressSecretDigest: 'i'.repeat(64),
         previousIngressDigest: null,
         previousIngressUntil: null,
+        hasSender: false,
       });
       return id;
     }),

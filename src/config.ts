@@ -1,5 +1,7 @@
 // Configuration: the environment (docs/api.md §10) and the CLI's flags, read once into one
 // validated Config that is passed to every module. Nothing else reads process.env.
+import { dirname, join } from 'node:path';
+import { parseSecretKey } from './core/secret-box.js';
 
 export const PRODUCT = 'roost';
 
@@ -69,6 +71,10 @@ export interface Config {
   maxPageBytes: number;
   /** Inbound email: bounds on what one sender and one message may cost (docs/email.md). */
   email: EmailLimits;
+  /** ROOST_SECRET_KEY: seals sender secrets (docs/api.md §3.2); when unset, the key in secretKeyPath. */
+  secretKey?: Buffer;
+  /** Where the generated key lives: beside the SQLite file (the data directory). */
+  secretKeyPath: string;
 }
 
 export interface EmailLimits {
@@ -132,6 +138,7 @@ export const ENV_VARS = [
   'ROOST_EMAIL_DEADLINE_MS',
   'ROOST_EMAIL_MAX_TEXT_BYTES',
   'ROOST_EMAIL_MAX_HTML_BYTES',
+  'ROOST_SECRET_KEY',
 ] as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -287,12 +294,18 @@ export function loadConfig(env: Env = {}): Config {
   if ((tlsCertPath === undefined) !== (tlsKeyPath === undefined))
     throw new ConfigError('ROOST_SMTP_TLS_CERT and ROOST_SMTP_TLS_KEY go together: set both or neither');
 
+  const secretKeyText = env.ROOST_SECRET_KEY || undefined;
+  const secretKey = secretKeyText === undefined ? undefined : parseSecretKey(secretKeyText);
+  if (secretKeyText !== undefined && !secretKey)
+    throw new ConfigError('ROOST_SECRET_KEY must be 32 bytes in base64 (openssl rand -base64 32) or 64 hex digits');
+  const dbPath = env.ROOST_DB || './data/roost.db';
+
   return {
     port,
     host,
     baseUrl,
     baseUrlFromPort: !env.ROOST_BASE_URL,
-    dbPath: env.ROOST_DB || './data/roost.db',
+    dbPath,
     databaseUrl,
     pgPoolSize: integer(env, 'ROOST_PG_POOL_SIZE', 10, 1, 1000),
     pgStatementTimeoutMs: integer(env, 'ROOST_PG_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
@@ -330,5 +343,7 @@ export function loadConfig(env: Env = {}): Config {
       maxTextBytes: parseSize(env, 'ROOST_EMAIL_MAX_TEXT_BYTES', 256 * 1024),
       maxHtmlBytes: parseSize(env, 'ROOST_EMAIL_MAX_HTML_BYTES', 256 * 1024),
     },
+    secretKey,
+    secretKeyPath: join(dirname(dbPath), 'secret.key'),
   };
 }

@@ -35,6 +35,7 @@ export type {
   ErrorBody,
   ListEventsQuery,
 } from './schemas.js';
+export type { PutSender, Sender, SenderResponse } from './sender-schemas.js';
 
 export { startRoost, type RunningRoost, type StartOptions } from './server.js';
 export { loadConfig, ConfigError, ENV_VARS, type Config } from './config.js';

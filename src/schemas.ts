@@ -236,8 +236,26 @@ export const RawCaptureDataSchema = Type.Object(
     body_base64: Type.String({
       description: 'The exact bytes received, base64: compute the sender’s HMAC signature over these bytes.',
     }),
+    verification: Type.Optional(
+      Type.Object(
+        {
+          provider: Type.String({ description: 'The sender’s provider (github, stripe, …).' }),
+          verified: Type.Boolean(),
+          reason: Type.Optional(
+            Type.Union([Type.Literal('missing_signature'), Type.Literal('mismatch'), Type.Literal('stale_timestamp')]),
+          ),
+        },
+        {
+          description:
+            'With a sender set (docs/api.md §3.2): whether Roost verified the provider’s signature, and if not why.',
+        },
+      ),
+    ),
   },
-  { title: 'RawCaptureData', description: 'data of a webhook.received event (inbox ?raw=1).' },
+  {
+    title: 'RawCaptureData',
+    description: 'data of a delivery stored as sent: inbox ?raw=1, or any delivery to an inbox with a sender.',
+  },
 );
 
 export const EmailDataSchema = Type.Object(

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
 import type { Config } from './config.js';
 import { Metrics } from './core/metrics.js';
+import { SecretBox, keyFromFile } from './core/secret-box.js';
 import { RoostService, type Clock } from './core/service.js';
 import { Sweeper } from './core/sweeper.js';
 import { Waiters } from './core/waiters.js';
@@ -44,15 +45,34 @@ export interface RunningRoost {
   close(): Promise<void>;
 }
 
+/**
+ * The server key from the data directory when ROOST_SECRET_KEY is unset: generated (0600) on
+ * the first start, then reused. Instances sharing PostgreSQL need one key, which only
+ * ROOST_SECRET_KEY can give them all (docs/scale-out.md): said at start.
+ */
+function secretKeyFile(config: Config, logger: Logger): Buffer {
+  const { key, generated } = keyFromFile(config.secretKeyPath);
+  if (generated) logger.info({ path: config.secretKeyPath }, 'generated the server key that seals sender secrets');
+  if (config.databaseUrl !== undefined)
+    logger.warn(
+      { path: config.secretKeyPath },
+      "ROOST_SECRET_KEY is not set: sender secrets are sealed with a key from this instance's data directory; " +
+        'every instance sharing the database needs the same key (docs/scale-out.md)',
+    );
+  return key;
+}
+
 export async function startRoost(config: Config, options: StartOptions = {}): Promise<RunningRoost> {
   const logger = createLogger(config.logLevel, options.logDestination);
+  // Before the storage opens: a key file that cannot be read stops the start with nothing open.
+  const secretBox = new SecretBox(config.secretKey ?? secretKeyFile(config, logger));
   const storage = options.storage ?? (await openStorage(config, logger));
   const waiters = new Waiters({ perAddress: config.maxWaitersPerAddress, perClient: config.maxWaitersPerIp });
   const metrics = new Metrics(
     () => waiters.held,
     () => waiters.subscribed,
   );
-  const service = new RoostService(storage, waiters, config, metrics, options.clock);
+  const service = new RoostService(storage, waiters, config, metrics, options.clock, secretBox);
   // Commits made by other instances (PostgreSQL) wake the polls held here.
   const stopListening = storage.onExternalChange?.((addressId) =>
     addressId === ANY_ADDRESS ? waiters.wakeAll() : waiters.wake(addressId),

@@ -3,6 +3,7 @@
 // and a restart, and the exit status contract (0 done, 1 failed, 2 bad usage).
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -132,6 +133,53 @@ describe('roost CLI', () => {
     const got = await run(['get', '--credentials', 'local.json'], { ROOST_URL: '' });
     assert.equal(got.code, 0, got.stderr);
     assert.equal(JSON.parse(got.stdout).address.id, printed.address.id);
+  });
+
+  test('sender set|get|clear: secrets from standard input or the environment, never printed (docs/api.md §3.2)', async () => {
+    const { inbox } = await createSaved('sender.json');
+    const creds = ['--credentials', 'sender.json'];
+    const none = await run(['sender', 'get', ...creds]);
+    assert.equal(none.code, 0, none.stderr);
+    assert.deepEqual(JSON.parse(none.stdout), { sender: null });
+
+    const missing = await run(['sender', 'set', 'github', ...creds]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /no secret/);
+
+    const fromStdin = await run(
+      ['sender', 'set', 'hmac_sha256', '--secrets-stdin', '--header', 'X-Sig', '--prefix', 'sha256=', ...creds],
+      {},
+      'stdin-newest\n\nstdin-older\n',
+    );
+    assert.equal(fromStdin.code, 0, fromStdin.stderr);
+    const set = JSON.parse(fromStdin.stdout).sender;
+    assert.equal(set.secrets, 2);
+    assert.equal(set.header, 'x-sig');
+    assert.ok(!fromStdin.stdout.includes('stdin-newest') && !fromStdin.stderr.includes('stdin-newest'));
+    const body = '{"paid":true}';
+    const signed = `sha256=${createHmac('sha256', 'stdin-older').update(body).digest('hex')}`;
+    const post = (signature: string) =>
+      fetch(inbox, { method: 'POST', headers: { 'content-type': 'application/json', 'x-sig': signature }, body });
+    assert.equal((await post(signed)).status, 202);
+
+    const fromEnv = await run(['sender', 'set', 'github', '--no-enforce', '--tolerance', '60', ...creds], {
+      ROOST_SENDER_SECRETS: 'env-secret',
+    });
+    assert.equal(fromEnv.code, 0, fromEnv.stderr);
+    const got = await run(['sender', 'get', ...creds]);
+    const shown = JSON.parse(got.stdout).sender;
+    assert.deepEqual(
+      { ...shown, updated_at: 'x' },
+      { provider: 'github', enforce: false, tolerance_seconds: 60, secrets: 1, updated_at: 'x' },
+    );
+
+    const refused = await run(['sender', 'set', 'github', '--secret', 'a', '--verify-token', 'v', ...creds]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /verify_token/);
+
+    const cleared = await run(['sender', 'clear', ...creds]);
+    assert.equal(cleared.code, 0, cleared.stderr);
+    assert.deepEqual(JSON.parse((await run(['sender', 'get', ...creds])).stdout), { sender: null });
   });
 
   test('send delivers one event; a repeat with the same --key queues nothing new', async () => {

@@ -3,6 +3,7 @@
 // delete, credentials (header, argument, both), and argument validation. MCP is a
 // transport over the same core operations, so one engine (SQLite) is enough here.
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -13,9 +14,12 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 
 const ADDRESS_TOOLS = [
   'ack_event',
+  'clear_sender',
+  'configure_sender',
   'create_view_token',
   'delete_return_address',
   'get_return_address',
+  'get_sender',
   'list_view_tokens',
   'poll_events',
   'revoke_view_token',
@@ -350,6 +354,57 @@ describe('MCP tools', () => {
     assertToolError(await call(client, 'get_return_address'), 'unauthorized');
     const again = await open(`/mcp/${address.id}`, rotated.credentials.read_token);
     assert.equal(assertOk(await call(again, 'poll_events')).events.length, 2);
+  });
+
+  it('configures, shows and clears the sender (docs/api.md §3.2); the inbox then verifies, and no secret comes back', async () => {
+    const address = await createAddress(server.url, { name: 'sender over mcp' });
+    const client = await open('/mcp');
+    const target = { address_id: address.id, read_token: address.token };
+    assertToolError(await call(client, 'get_sender', target), 'sender_not_found');
+    assertToolError(
+      await call(client, 'configure_sender', { ...target, provider: 'github', secrets: [] }),
+      'invalid_request',
+    );
+    assertToolError(
+      await call(client, 'configure_sender', { ...target, provider: 'github', secrets: ['x'], verify_token: 'v' }),
+      'invalid_request',
+    );
+    const configured = await call(client, 'configure_sender', {
+      ...target,
+      provider: 'hmac_sha256',
+      secrets: ['mcp-signing-secret'],
+      header: 'X-Signature',
+      enforce: true,
+    });
+    const sender = assertOk(configured).sender;
+    assert.deepEqual(
+      { ...sender, updated_at: 'x' },
+      {
+        provider: 'hmac_sha256',
+        enforce: true,
+        tolerance_seconds: 300,
+        secrets: 1,
+        updated_at: 'x',
+        header: 'x-signature',
+        encoding: 'hex',
+        prefix: '',
+      },
+    );
+    assert.ok(!text(configured).includes('mcp-signing-secret'), 'the secret is not echoed');
+    assert.deepEqual(assertOk(await call(client, 'get_sender', target)), { sender });
+
+    const signed = createHmac('sha256', 'mcp-signing-secret').update('{"a":1}').digest('hex');
+    const post = (signature: string) =>
+      request(server.url, 'POST', address.inbox, {
+        rawBody: '{"a":1}',
+        headers: { 'content-type': 'application/json', 'x-signature': signature },
+      });
+    assert.equal((await post('0'.repeat(64))).status, 401);
+    assert.equal((await post(signed)).status, 202);
+
+    assert.deepEqual(assertOk(await call(client, 'clear_sender', target)), { cleared: true, address_id: address.id });
+    assertToolError(await call(client, 'clear_sender', target), 'sender_not_found');
+    assert.equal((await deliver(address.inbox, { type: 'plain' })).status, 202);
   });
 });
 

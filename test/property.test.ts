@@ -166,7 +166,7 @@ describe('idempotency (docs/api.md §3: "that event unchanged … whatever its b
           const first = await send(firstBody, firstVia);
           assert.equal(first.status, 202, first.text);
           const event = first.body.event;
-          // The first event holds what was delivered, with the defaults of docs/api.md §3.2.
+          // The first event holds what was delivered, with the defaults of docs/api.md §3.3.
           assert.equal(event.type, firstBody.type ?? 'message.received');
           assert.equal(event.source, firstBody.source ?? 'https');
           assert.deepEqual(event.data, 'data' in firstBody ? roundTrip(firstBody.data) : null);

@@ -22,6 +22,7 @@ import type {
   ViewTokenCreated,
   ViewTokenList,
 } from '../credential-schemas.js';
+import type { PutSender, Sender, SenderResponse } from '../sender-schemas.js';
 import type { BackoffOptions } from './backoff.js';
 import { parseCredentials } from './credentials.js';
 import { RoostError, RoostNetworkError, describeNetworkFailure } from './errors.js';
@@ -205,6 +206,37 @@ export class RoostClient {
   async revokeViewToken(tokenId: string, options: { signal?: AbortSignal } = {}): Promise<void> {
     const path = `${this.#addressPath()}/view-tokens/${encodeURIComponent(tokenId)}`;
     await this.#request('DELETE', path, { signal: options.signal });
+  }
+
+  /**
+   * PUT …/sender (docs/api.md §3.2): the inbox verifies every delivery with this provider's
+   * scheme from now on. The secrets are stored encrypted and never returned.
+   */
+  async setSender(sender: PutSender, options: { signal?: AbortSignal } = {}): Promise<Sender> {
+    const path = `${this.#addressPath()}/sender`;
+    return (await this.#request<SenderResponse>('PUT', path, { body: sender, signal: options.signal })).body.sender;
+  }
+
+  /** The sender without its secrets (their count), or null when none is set. */
+  async getSender(options: { signal?: AbortSignal } = {}): Promise<Sender | null> {
+    try {
+      const path = `${this.#addressPath()}/sender`;
+      return (await this.#request<SenderResponse>('GET', path, { signal: options.signal })).body.sender;
+    } catch (error) {
+      if (error instanceof RoostError && error.code === 'sender_not_found') return null;
+      throw error;
+    }
+  }
+
+  /** Removes the sender: the inbox stores deliveries unverified again. False when none was set. */
+  async clearSender(options: { signal?: AbortSignal } = {}): Promise<boolean> {
+    try {
+      await this.#request('DELETE', `${this.#addressPath()}/sender`, { signal: options.signal });
+      return true;
+    } catch (error) {
+      if (error instanceof RoostError && error.code === 'sender_not_found') return false;
+      throw error;
+    }
   }
 
   /**

@@ -14,6 +14,8 @@ export type ErrorCode =
   | 'event_not_found'
   | 'view_token_not_found'
   | 'view_token_limit'
+  | 'sender_not_found'
+  | 'signature_invalid'
   | 'inbox_not_found'
   | 'not_found'
   | 'method_not_allowed'
@@ -132,4 +134,27 @@ export const tooManyWaiters = (scope: 'address' | 'client', limit: number, retry
       ? `This return address already has ${limit} long-polls and streams open; close one, or retry later.`
       : `This client already has ${limit} long-polls and streams open; close one, or retry later.`,
     { 'Retry-After': String(retryAfterSeconds) },
+  );
+
+export const senderNotFound = () =>
+  new RoostError(
+    'sender_not_found',
+    404,
+    'This return address has no sender set; set one with PUT /api/v1/addresses/{id}/sender.',
+  );
+
+/** A delivery whose signature did not verify, to an inbox whose sender enforces it (docs/api.md §3.2). */
+export const signatureInvalid = (reason: string) =>
+  new RoostError('signature_invalid', 401, `The delivery's signature did not verify (${reason}); nothing was stored.`);
+
+/**
+ * The server key cannot open this inbox's sender secrets (ROOST_SECRET_KEY differs from the one
+ * that sealed them): nothing is verified or stored, and the sender is asked to retry.
+ */
+export const senderKeyMismatch = () =>
+  new RoostError(
+    'unavailable',
+    503,
+    'This inbox cannot verify deliveries right now; nothing was stored. Retry later.',
+    { 'Retry-After': '60' },
   );

@@ -21,3 +21,12 @@ export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 export const GRACE_MAX_SECONDS = 86_400;
 /** Seconds a client refused a long-poll or stream slot is asked to wait (a held poll lasts at most 25 s). */
 export const WAITER_RETRY_AFTER_SECONDS = 5;
+/** A sender's secrets (docs/api.md §3.2): 1–3, newest first, each at most this long. */
+export const SENDER_SECRETS_MAX = 3;
+export const SENDER_SECRET_MAX_LENGTH = 512;
+/** How far a signed timestamp may be from now: 300 s unless set, at most a day. */
+export const SENDER_TOLERANCE_DEFAULT_SECONDS = 300;
+export const SENDER_TOLERANCE_MAX_SECONDS = 86_400;
+/** hmac_sha256: the signature header's name and its prefix. */
+export const SENDER_HEADER_MAX_LENGTH = 100;
+export const SENDER_PREFIX_MAX_LENGTH = 50;

@@ -55,6 +55,15 @@ export class Metrics {
 
   readonly streamsOpen: Gauge;
 
+  readonly senderDeliveries = new Counter({
+    name: 'roost_sender_deliveries_total',
+    help:
+      'Requests to inboxes with a sender (docs/api.md §3.2), by provider and outcome: verified, unverified (stored, not enforced), ' +
+      'rejected (401 signature_invalid), handshake (answered, nothing stored), not_allowed (405), unavailable (503: the server key cannot open its secrets).',
+    labelNames: ['provider', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly waitersRefused = new Counter({
     name: 'roost_waiters_refused_total',
     help: 'Long-polls and streams refused with 429 too_many_waiters, by the cap reached (address or client).',

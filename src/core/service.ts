@@ -24,6 +24,10 @@ import {
 import { newEventId } from '../storage/event-ids.js';
 
 export type { EmailPart };
+import type { PutSender, SenderResponse } from '../sender-schemas.js';
+import { SecretKeyMismatch, type SecretBox } from './secret-box.js';
+import type { SenderRequest, SenderVerdict } from './senders/provider.js';
+import { openSender, sealSender, toWireSender, type LoadedSender } from './senders/settings.js';
 import {
   RoostError,
   addressBytesFull,
@@ -34,6 +38,8 @@ import {
   inboxNotFound,
   invalidRequest,
   queueFull,
+  senderKeyMismatch,
+  senderNotFound,
   unauthorized,
 } from './errors.js';
 import {
@@ -139,6 +145,8 @@ export class RoostService {
     private readonly config: Config,
     private readonly metrics: Metrics,
     clock: Clock = Date.now,
+    /** Seals and opens sender secrets (docs/api.md §3.2); without it, senders cannot be set. */
+    private readonly secretBox?: SecretBox,
   ) {
     this.now = clock;
     waiters.useReader((addressId, after) => this.readForWaiters(addressId, after));
@@ -199,6 +207,7 @@ export class RoostService {
         ingressSecretDigest: digestSecret(ingressSecret),
         previousIngressDigest: null,
         previousIngressUntil: null,
+        hasSender: false,
       };
       if ((await this.storage.insertAddress(record)) === 'slug_taken') continue;
       this.metrics.addressesCreated.inc();
@@ -458,6 +467,60 @@ export class RoostService {
     if (!updated) throw addressNotFound();
     this.waiters.wake(addressId); // held polls and streams take the new expiry
     return { address: toWireAddress(updated) };
+  }
+
+  // --- senders (docs/api.md §3.2) --------------------------------------------------------
+
+  private box(): SecretBox {
+    if (!this.secretBox) throw new RoostError('unavailable', 503, 'Senders are not available on this server.');
+    return this.secretBox;
+  }
+
+  async putSender(addressId: string, token: string | undefined, input: PutSender): Promise<SenderResponse> {
+    await this.authenticate(addressId, token, 'manage its sender');
+    const now = this.now();
+    const record = sealSender(addressId, input, this.box(), now);
+    if (!(await this.storage.putSender(record, now))) throw addressNotFound();
+    return { sender: toWireSender(record) };
+  }
+
+  async getSender(addressId: string, token: string | undefined): Promise<SenderResponse> {
+    await this.authenticate(addressId, token, 'manage its sender');
+    const record = await this.storage.getSender(addressId);
+    if (!record) throw senderNotFound();
+    return { sender: toWireSender(record) };
+  }
+
+  async clearSender(addressId: string, token: string | undefined): Promise<void> {
+    await this.authenticate(addressId, token, 'manage its sender');
+    if (!(await this.storage.deleteSender(addressId))) throw senderNotFound();
+  }
+
+  /**
+   * The sender that verifies this inbox's deliveries, or null when none is set. Asked only
+   * of an address whose record says it has one, so an inbox without a sender reads nothing
+   * more. A server key that cannot open its secrets is a 503 (senderKeyMismatch), never a
+   * delivery let through unverified.
+   */
+  async senderOf(address: AddressRecord): Promise<LoadedSender | null> {
+    if (!address.hasSender) return null;
+    const record = await this.storage.getSender(address.id);
+    if (!record) return null; // cleared since the address was read
+    let loaded: LoadedSender | undefined;
+    try {
+      loaded = this.secretBox && openSender(record, this.secretBox);
+    } catch (error) {
+      if (error instanceof SecretKeyMismatch) throw senderKeyMismatch();
+      throw error;
+    }
+    // A provider this build does not know (a rollback): refuse rather than store unverified.
+    if (!loaded) throw senderKeyMismatch();
+    return loaded;
+  }
+
+  /** The provider's verdict on one request to an inbox with this sender, by the service's clock. */
+  verifyDelivery(sender: LoadedSender, request: SenderRequest): SenderVerdict {
+    return sender.provider.verify(request, sender.settings, this.now());
   }
 
   // --- deliveries ----------------------------------------------------------------------

@@ -21,6 +21,7 @@ import { limitConnectionsPerPeer } from './connection-limit.js';
 import { installErrorHandling, renderClientError, renderFrameworkError } from './errors.js';
 import { addressRoutes } from './routes/addresses.js';
 import { credentialRoutes } from './routes/credentials.js';
+import { senderRoutes } from './routes/sender.js';
 import { emailPartRoutes } from './routes/email-parts.js';
 import { eventRoutes } from './routes/events.js';
 import { inboxRoutes } from './routes/inbox.js';
@@ -181,6 +182,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(addressRoutes);
   await app.register(credentialRoutes);
+  await app.register(senderRoutes);
   await app.register(eventRoutes);
   await app.register(emailPartRoutes);
   await app.register(inboxRoutes);

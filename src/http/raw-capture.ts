@@ -27,6 +27,8 @@ export interface RawCaptureData {
   body: unknown;
   /** The exact bytes received, base64. */
   body_base64: string;
+  /** With a sender set (docs/api.md §3.2): whether the provider's signature verified, and if not why. */
+  verification?: { provider: string; verified: boolean; reason?: string };
 }
 
 export interface RawQuery {
@@ -37,6 +39,25 @@ export interface RawQuery {
 /** Whether the request asks for raw capture at all (any `raw` value; checked later). */
 export function wantsRaw(query: unknown): boolean {
   return typeof query === 'object' && query !== null && (query as RawQuery).raw !== undefined;
+}
+
+/** Whether text may be an event type: 1–200 characters, no control characters. */
+export function isEventTypeName(type: unknown): type is string {
+  return typeof type === 'string' && type.length > 0 && type.length <= MAX_TYPE_LENGTH && !CONTROL_CHARACTER.test(type);
+}
+
+/**
+ * The event type of a delivery to an inbox with a sender whose provider names none
+ * (docs/api.md §3.2): `?type=` when given, else webhook.received. Every delivery is captured
+ * there, so `raw` needs no value and is ignored.
+ */
+export function senderCaptureType(query: RawQuery): string {
+  if (query.type === undefined) return RAW_EVENT_TYPE;
+  if (!isEventTypeName(query.type))
+    throw invalidRequest(
+      `Invalid query parameter "type": it must be given once, 1–${MAX_TYPE_LENGTH} characters without control characters.`,
+    );
+  return query.type;
 }
 
 /**
@@ -54,7 +75,7 @@ export function rawCaptureType(query: RawQuery): string | undefined {
     throw invalidRequest('Invalid query parameter "raw": use raw=1 to store the request as sent, or leave it out.');
   }
   if (type === undefined) return RAW_EVENT_TYPE;
-  if (typeof type !== 'string' || type.length === 0 || type.length > MAX_TYPE_LENGTH || CONTROL_CHARACTER.test(type)) {
+  if (!isEventTypeName(type)) {
     throw invalidRequest(
       `Invalid query parameter "type": it must be given once, 1–${MAX_TYPE_LENGTH} characters without control characters.`,
     );

@@ -13,6 +13,7 @@ import {
   ViewTokenCreatedSchema,
   ViewTokenListSchema,
 } from '../credential-schemas.js';
+import { PutSenderSchema, SenderResponseSchema } from '../sender-schemas.js';
 import {
   AddressResponseSchema,
   CreateAddressResponseSchema,
@@ -170,4 +171,16 @@ export const viewTokenListOutput = fromTypeBox(ViewTokenListSchema);
 export const revokeOutput = z.strictObject({
   revoked: z.literal(true),
   view_token_id: z.string().describe('The revoked view token; it stopped at once.'),
+});
+
+// --- senders (docs/api.md §3.2) -------------------------------------------------------------
+
+export function configureSenderInput(bound: boolean) {
+  return fromTypeBox(PutSenderSchema).extend(addressArguments(bound)).strict();
+}
+
+export const senderOutput = fromTypeBox(SenderResponseSchema);
+export const clearSenderOutput = z.strictObject({
+  cleared: z.literal(true),
+  address_id: z.string().describe('The return address whose inbox no longer verifies a sender.'),
 });

@@ -8,11 +8,14 @@ import { EVENT_CAPACITY } from '../core/limits.js';
 import type { ListOptions, RoostService } from '../core/service.js';
 import { bearerToken, toPage } from '../core/wire.js';
 import type { CreateViewToken, RotateInboxSecret, UpdateAddress } from '../credential-schemas.js';
+import type { PutSender } from '../sender-schemas.js';
 import {
   UNTRUSTED_NOTICE,
   ackInput,
   ackOutput,
   addressOutput,
+  clearSenderOutput,
+  configureSenderInput,
   createInput,
   createOutput,
   createViewTokenInput,
@@ -26,6 +29,7 @@ import {
   revokeOutput,
   revokeViewTokenInput,
   rotateInboxInput,
+  senderOutput,
   updateInput,
   viewTokenCreatedOutput,
   viewTokenListOutput,
@@ -377,6 +381,75 @@ function updateTool(bound: boolean) {
   });
 }
 
+function configureSenderTool(bound: boolean) {
+  return defineTool({
+    name: 'configure_sender',
+    title: 'Set the sender the inbox verifies',
+    description:
+      "Make the inbox provider-aware: every delivery is verified with the provider's signature scheme (github, stripe, slack, " +
+      'standard_webhooks, shopify, twilio, meta, microsoft_graph, zoom, dropbox, twitch, linear, or hmac_sha256 with header/encoding/prefix) ' +
+      'and typed and keyed in its terms (github.push, its delivery id), and its URL handshakes are answered. secrets: 1–3 signing secrets from ' +
+      'the provider, newest first. enforce (default true) refuses deliveries that do not verify; false stores them marked verified: false. ' +
+      'verify_token: meta only. The secrets are stored encrypted and never shown again. Replaces any sender set before.',
+    input: configureSenderInput(bound),
+    output: senderOutput,
+    annotations: {
+      title: 'Set the sender the inbox verifies',
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
+    async run(args, context) {
+      const { addressId, token } = await resolveTarget(context, args);
+      const { address_id: _id, read_token: _token, ...input } = args as unknown as PutSender & AddressArguments;
+      const result = await context.service.putSender(addressId, token, input);
+      return { structured: result, text: json(result) };
+    },
+  });
+}
+
+function getSenderTool(bound: boolean) {
+  return defineTool({
+    name: 'get_sender',
+    title: 'Show the sender',
+    description:
+      'Show the sender whose signatures the inbox verifies: provider, enforce, tolerance_seconds, how many secrets (never the secrets), updated_at. ' +
+      'An error sender_not_found means none is set.',
+    input: getInput(bound),
+    output: senderOutput,
+    annotations: { title: 'Show the sender', readOnlyHint: true, openWorldHint: false },
+    async run(args, context) {
+      const { addressId, token } = await resolveTarget(context, args);
+      const result = await context.service.getSender(addressId, token);
+      return { structured: result, text: json(result) };
+    },
+  });
+}
+
+function clearSenderTool(bound: boolean) {
+  return defineTool({
+    name: 'clear_sender',
+    title: 'Remove the sender',
+    description: 'Remove the sender: the inbox goes back to storing deliveries as they come, without verifying them.',
+    input: getInput(bound),
+    output: clearSenderOutput,
+    annotations: {
+      title: 'Remove the sender',
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: false,
+    },
+    async run(args, context) {
+      const { addressId, token } = await resolveTarget(context, args);
+      await context.service.clearSender(addressId, token);
+      const structured = { cleared: true as const, address_id: addressId };
+      return { structured, text: json(structured) };
+    },
+  });
+}
+
 const addressTools = (bound: boolean) => [
   getTool(bound),
   pollTool(bound),
@@ -388,6 +461,9 @@ const addressTools = (bound: boolean) => [
   createViewTokenTool(bound),
   listViewTokensTool(bound),
   revokeViewTokenTool(bound),
+  configureSenderTool(bound),
+  getSenderTool(bound),
+  clearSenderTool(bound),
 ];
 
 /** The tools of `/mcp`: create, and the address tools taking address_id. Built once. */

@@ -119,6 +119,26 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
     `,
   },
   {
+    version: 5,
+    name: 'senders: the provider whose signatures an inbox verifies',
+    // As SQLite's migration 8: one row per address, secrets sealed by the core; has_sender
+    // comes with the address row, so an address without a sender costs no extra query.
+    sql: `
+      CREATE TABLE senders (
+        address_id          text PRIMARY KEY REFERENCES addresses (id) ON DELETE CASCADE,
+        provider            text NOT NULL,
+        enforce             boolean NOT NULL,
+        tolerance_seconds   integer NOT NULL,
+        secret_count        integer NOT NULL,
+        sealed_secrets      text NOT NULL,
+        sealed_verify_token text,
+        options             text,
+        updated_at          bigint NOT NULL
+      );
+      ALTER TABLE addresses ADD COLUMN has_sender boolean NOT NULL DEFAULT false;
+    `,
+  },
+  {
     version: 6,
     name: 'idempotency keys scoped to HTTP or email',
     // As SQLite's migration 9: a key only matches events that came the same way, existing

@@ -31,12 +31,15 @@ import { WAKE_CHANNEL, WakeListener, type ListenerHeartbeat } from './postgres-l
 import {
   ADDRESS_COLUMNS,
   EVENT_COLUMNS,
+  SENDER_COLUMNS,
   insertedEvent,
   toAddress,
   toEvent,
+  toSender,
   toViewToken,
   type AddressRow,
   type EventRow,
+  type SenderRow,
   type ViewTokenRow,
 } from './rows.js';
 import {
@@ -49,6 +52,7 @@ import {
   type EventPageRecord,
   type EventRecord,
   type PurgeResult,
+  type SenderRecord,
   type Storage,
   type TokenBucketResult,
   type ViewTokenRecord,
@@ -161,6 +165,21 @@ const SQL = {
   viewToken: `
     SELECT id, address_id, token_digest, label, created_at, expires_at FROM view_tokens
     WHERE address_id = $1 AND token_digest = $2 AND (expires_at IS NULL OR expires_at > $3)`,
+  // The flag and the row change in one statement: an instance reading the address after it
+  // commits sees both, so no instance needs to be told (there is no address cache here).
+  putSender: `
+    WITH live AS (UPDATE addresses SET has_sender = true WHERE id = $1 AND ${LIVE} RETURNING id)
+    INSERT INTO senders (${SENDER_COLUMNS})
+    SELECT id, $3, $4, $5, $6, $7, $8, $9, $10 FROM live
+    ON CONFLICT (address_id) DO UPDATE SET provider = excluded.provider, enforce = excluded.enforce,
+      tolerance_seconds = excluded.tolerance_seconds, secret_count = excluded.secret_count,
+      sealed_secrets = excluded.sealed_secrets, sealed_verify_token = excluded.sealed_verify_token,
+      options = excluded.options, updated_at = excluded.updated_at
+    RETURNING address_id`,
+  sender: `SELECT ${SENDER_COLUMNS} FROM senders WHERE address_id = $1`,
+  deleteSender: `
+    WITH gone AS (DELETE FROM senders WHERE address_id = $1 RETURNING address_id)
+    UPDATE addresses SET has_sender = false WHERE id IN (SELECT address_id FROM gone) RETURNING id`,
   deleteViewToken: `
     WITH gone AS (DELETE FROM view_tokens WHERE address_id = $1 AND id = $2 RETURNING address_id)
     SELECT pg_notify('${WAKE_CHANNEL}', address_id) FROM gone`,
@@ -586,6 +605,32 @@ export class PostgresStorage implements Storage {
       ]);
       return { commit: 'ok' as const };
     });
+  }
+
+  async putSender(sender: SenderRecord, now: number): Promise<boolean> {
+    const { rowCount } = await this.query(SQL.putSender, [
+      sender.addressId,
+      now,
+      sender.provider,
+      sender.enforce,
+      sender.toleranceSeconds,
+      sender.secretCount,
+      sender.sealedSecrets,
+      sender.sealedVerifyToken,
+      sender.optionsJson,
+      sender.updatedAt,
+    ]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  async getSender(addressId: string): Promise<SenderRecord | null> {
+    const { rows } = await this.query<SenderRow>(SQL.sender, [addressId]);
+    return rows[0] ? toSender(rows[0]) : null;
+  }
+
+  async deleteSender(addressId: string): Promise<boolean> {
+    const { rowCount } = await this.query(SQL.deleteSender, [addressId]);
+    return (rowCount ?? 0) > 0;
   }
 
   async listViewTokens(addressId: string, now: number): Promise<ViewTokenRecord[]> {

@@ -1,6 +1,6 @@
 // Rows as both SQL engines return them (the same column names in both schemas) and their
 // conversion to the records of the storage interface.
-import type { AddressRecord, AppendInput, EventRecord, ViewTokenRecord } from './storage.js';
+import type { AddressRecord, AppendInput, EventRecord, SenderRecord, ViewTokenRecord } from './storage.js';
 
 export interface AddressRow {
   id: string;
@@ -14,7 +14,37 @@ export interface AddressRow {
   ingress_secret_digest: string;
   previous_ingress_digest: string | null;
   previous_ingress_until: number | null;
+  /** 0/1 in SQLite, a boolean in PostgreSQL. */
+  has_sender: number | boolean;
 }
+
+export interface SenderRow {
+  address_id: string;
+  provider: string;
+  /** 0/1 in SQLite, a boolean in PostgreSQL. */
+  enforce: number | boolean;
+  tolerance_seconds: number;
+  secret_count: number;
+  sealed_secrets: string;
+  sealed_verify_token: string | null;
+  options: string | null;
+  updated_at: number;
+}
+
+export const SENDER_COLUMNS =
+  'address_id, provider, enforce, tolerance_seconds, secret_count, sealed_secrets, sealed_verify_token, options, updated_at';
+
+export const toSender = (row: SenderRow): SenderRecord => ({
+  addressId: row.address_id,
+  provider: row.provider,
+  enforce: Boolean(row.enforce),
+  toleranceSeconds: row.tolerance_seconds,
+  secretCount: row.secret_count,
+  sealedSecrets: row.sealed_secrets,
+  sealedVerifyToken: row.sealed_verify_token,
+  optionsJson: row.options,
+  updatedAt: row.updated_at,
+});
 
 export interface ViewTokenRow {
   id: string;
@@ -43,7 +73,7 @@ export const EVENT_COLUMNS =
 
 /** The columns of AddressRow, for queries that name them. */
 export const ADDRESS_COLUMNS =
-  'id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest, previous_ingress_digest, previous_ingress_until';
+  'id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest, previous_ingress_digest, previous_ingress_until, has_sender';
 
 export const toAddress = (row: AddressRow): AddressRecord => ({
   id: row.id,
@@ -57,6 +87,7 @@ export const toAddress = (row: AddressRow): AddressRecord => ({
   ingressSecretDigest: row.ingress_secret_digest,
   previousIngressDigest: row.previous_ingress_digest,
   previousIngressUntil: row.previous_ingress_until,
+  hasSender: Boolean(row.has_sender),
 });
 
 export const toViewToken = (row: ViewTokenRow): ViewTokenRecord => ({

@@ -261,6 +261,28 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
     `,
   },
   {
+    version: 8,
+    name: 'senders: the provider whose signatures an inbox verifies',
+    // One row per address (docs/api.md §3.2); it goes with the address. Secrets and Meta's
+    // verify token are sealed by the core with the server key (core/secret-box.ts): no
+    // column holds one in clear. has_sender is read with the address itself, so that a
+    // delivery to an address without a sender costs no look-up of this table.
+    sql: `
+      CREATE TABLE senders (
+        address_id          TEXT PRIMARY KEY REFERENCES addresses (id) ON DELETE CASCADE,
+        provider            TEXT NOT NULL,
+        enforce             INTEGER NOT NULL,
+        tolerance_seconds   INTEGER NOT NULL,
+        secret_count        INTEGER NOT NULL,
+        sealed_secrets      TEXT NOT NULL,
+        sealed_verify_token TEXT,
+        options             TEXT,
+        updated_at          INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      ALTER TABLE addresses ADD COLUMN has_sender INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
+  {
     version: 9,
     name: 'idempotency keys scoped to HTTP or email',
     // docs/api.md §3: a key only matches events that came the same way (key_scope 'http':

@@ -4,7 +4,15 @@
 import type Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
 import { takeFromBucket } from './token-bucket.js';
-import { ADDRESS_COLUMNS, EVENT_COLUMNS, toAddress, toEvent, type AddressRow, type EventRow } from './rows.js';
+import {
+  ADDRESS_COLUMNS,
+  EVENT_COLUMNS,
+  SENDER_COLUMNS,
+  toAddress,
+  toEvent,
+  type AddressRow,
+  type EventRow,
+} from './rows.js';
 import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId } from './event-ids.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
 import {
@@ -15,6 +23,7 @@ import {
   type EventRecord,
   type KeyScope,
   type PurgeResult,
+  type SenderRecord,
   type TokenBucketResult,
   type ViewTokenRecord,
 } from './storage.js';
@@ -154,6 +163,16 @@ export class SqliteWrites {
          VALUES (@id, @addressId, @tokenDigest, @label, @createdAt, @expiresAt)`,
       ),
       deleteViewToken: db.prepare('DELETE FROM view_tokens WHERE address_id = ? AND id = ?'),
+      putSender: db.prepare(
+        `INSERT INTO senders (${SENDER_COLUMNS})
+         VALUES (@addressId, @provider, @enforce, @toleranceSeconds, @secretCount, @sealedSecrets, @sealedVerifyToken, @optionsJson, @updatedAt)
+         ON CONFLICT (address_id) DO UPDATE SET provider = excluded.provider, enforce = excluded.enforce,
+           tolerance_seconds = excluded.tolerance_seconds, secret_count = excluded.secret_count,
+           sealed_secrets = excluded.sealed_secrets, sealed_verify_token = excluded.sealed_verify_token,
+           options = excluded.options, updated_at = excluded.updated_at`,
+      ),
+      deleteSender: db.prepare('DELETE FROM senders WHERE address_id = ?'),
+      markSender: db.prepare('UPDATE addresses SET has_sender = ? WHERE id = ?'),
       // The address with the bounds of its queue (see QueueState). Each MIN/MAX is one seek
       // in events_by_sequence.
       queueState: db.prepare<{ id: string }, QueueState>(
@@ -285,6 +304,23 @@ export class SqliteWrites {
 
   deleteViewToken(addressId: string, tokenId: string): boolean {
     return this.sql.deleteViewToken.run(addressId, tokenId).changes > 0;
+  }
+
+  putSender(sender: SenderRecord, now: number): boolean {
+    return this.db.transaction(() => {
+      if (!this.sql.liveAddress.get(sender.addressId, now)) return false;
+      this.sql.putSender.run({ ...sender, enforce: sender.enforce ? 1 : 0 });
+      this.sql.markSender.run(1, sender.addressId);
+      return true;
+    })();
+  }
+
+  deleteSender(addressId: string): boolean {
+    return this.db.transaction(() => {
+      if (this.sql.deleteSender.run(addressId).changes === 0) return false;
+      this.sql.markSender.run(0, addressId);
+      return true;
+    })();
   }
 
   deleteAddress(id: string): boolean {

@@ -27,6 +27,8 @@ type CallableWrites = Pick<
   | 'replaceIngressSecret'
   | 'insertViewToken'
   | 'deleteViewToken'
+  | 'putSender'
+  | 'deleteSender'
   | 'ackEvent'
   | 'ackUpTo'
   | 'purgeStep'
@@ -98,8 +100,7 @@ db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
 // index page ends with a scan of the whole cache's hash table: balance_nonroot renumbers
 // pages through the lock-byte page (page 262,145 at 4 KiB), and pcache1Truncate then sees a
 // page beyond the end of the file, which showed in the writer's profile; half the cache
-// halves the scan. The event loop's
-// connection, which serves reads, keeps the default.
+// halves the scan. The event loop's connection, which serves reads, keeps the default.
 db.pragma('cache_size = -8000');
 const writes = new SqliteWrites(db);
 const emailParts = new SqliteEmailPartWrites(db);
@@ -109,6 +110,8 @@ const calls: { [M in CallableWrite]: (...args: WriteArgs<M>) => WriteResult<M> }
   updateAddress: (...args) => writes.updateAddress(...args),
   replaceReadToken: (...args) => writes.replaceReadToken(...args),
   replaceIngressSecret: (...args) => writes.replaceIngressSecret(...args),
+  putSender: (...args) => writes.putSender(...args),
+  deleteSender: (...args) => writes.deleteSender(...args),
   insertViewToken: (...args) => writes.insertViewToken(...args),
   deleteViewToken: (...args) => writes.deleteViewToken(...args),
   ackEvent: (...args) => writes.ackEvent(...args),

@@ -13,10 +13,13 @@ import { newEventId } from './event-ids.js';
 import {
   ADDRESS_COLUMNS,
   EVENT_COLUMNS,
+  SENDER_COLUMNS,
   insertedEvent,
   toAddress,
+  toSender,
   toViewToken,
   type AddressRow,
+  type SenderRow,
   type ViewTokenRow,
 } from './rows.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
@@ -45,6 +48,7 @@ import type {
   EventPageRecord,
   EventRecord,
   PurgeResult,
+  SenderRecord,
   Storage,
   TokenBucketResult,
   ViewTokenRecord,
@@ -241,6 +245,7 @@ export class SqliteStorage implements Storage {
           `SELECT id, address_id, token_digest, label, created_at, expires_at FROM view_tokens
            WHERE address_id = ? AND token_digest = ? AND (expires_at IS NULL OR expires_at > ?)`,
         ),
+        sender: db.prepare<[string], SenderRow>(`SELECT ${SENDER_COLUMNS} FROM senders WHERE address_id = ?`),
         ping: db.prepare('SELECT 1'),
         emailPart: prepareEmailPartRead(db),
       };
@@ -340,6 +345,20 @@ export class SqliteStorage implements Storage {
 
   replaceIngressSecret(id: string, digest: string, previousUntil: number | null, now: number) {
     return this.forgetAround(id, this.call('replaceIngressSecret', id, digest, previousUntil, now));
+  }
+
+  // The cached address carries hasSender: it is forgotten around both writes.
+  putSender(sender: SenderRecord, now: number): Promise<boolean> {
+    return this.forgetAround(sender.addressId, this.call('putSender', sender, now));
+  }
+
+  async getSender(addressId: string): Promise<SenderRecord | null> {
+    const row = read(() => this.sql.sender.get(addressId));
+    return row ? toSender(row) : null;
+  }
+
+  deleteSender(addressId: string): Promise<boolean> {
+    return this.forgetAround(addressId, this.call('deleteSender', addressId));
   }
 
   async insertViewToken(token: ViewTokenRecord, max: number, now: number) {

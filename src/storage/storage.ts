@@ -19,6 +19,27 @@ export interface AddressRecord {
   /** The inbox secret a rotation replaced, still accepted until previousIngressUntil; else null. */
   previousIngressDigest: string | null;
   previousIngressUntil: number | null;
+  /** Whether a sender is set (getSender): read with the address, so an inbox without one needs no look-up. */
+  hasSender: boolean;
+}
+
+/**
+ * The sender of an address (docs/api.md §3.2). Its secrets arrive sealed by the core with
+ * the server key: storage never holds or sees one in clear.
+ */
+export interface SenderRecord {
+  addressId: string;
+  provider: string;
+  enforce: boolean;
+  toleranceSeconds: number;
+  /** How many secrets sealedSecrets holds (shown by GET; the secrets never are). */
+  secretCount: number;
+  sealedSecrets: string;
+  /** Meta's verify token, sealed; else null. */
+  sealedVerifyToken: string | null;
+  /** Settings that are no secret (hmac_sha256: header, encoding, prefix) as JSON text, or null. */
+  optionsJson: string | null;
+  updatedAt: number;
 }
 
 /** A read-only credential of one address (GET the address and its events, nothing else). */
@@ -164,6 +185,13 @@ export interface Storage {
     previousUntil: number | null,
     now: number,
   ): Promise<AddressRecord | null>;
+
+  /** Sets (or replaces) the sender of the live address at `now`; false when it is unknown, deleted or expired. */
+  putSender(sender: SenderRecord, now: number): Promise<boolean>;
+  /** The sender of an address, or null when none is set. */
+  getSender(addressId: string): Promise<SenderRecord | null>;
+  /** Removes the sender of an address; false when none was set. */
+  deleteSender(addressId: string): Promise<boolean>;
 
   /** Stores a view token unless the address holds `max` live ones already. */
   insertViewToken(token: ViewTokenRecord, max: number, now: number): Promise<'ok' | 'limit' | 'address_not_found'>;

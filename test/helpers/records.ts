@@ -20,6 +20,7 @@ export function addressRecord(overrides: Partial<AddressRecord> = {}): AddressRe
     ingressSecretDigest: 'b'.repeat(64),
     previousIngressDigest: null,
     previousIngressUntil: null,
+    hasSender: false,
     ...overrides,
   };
 }

@@ -13,6 +13,9 @@ import { createTestDatabase, postgresSkipReason } from './postgres.js';
 
 export type Engine = 'sqlite' | 'postgres';
 
+/** The ROOST_SECRET_KEY of every PostgreSQL test server (32 bytes, base64). */
+export const POSTGRES_TEST_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
+
 export const ENGINES: Engine[] = (process.env.ROOST_TEST_ENGINES ?? 'sqlite,postgres')
   .split(',')
   .map((s) => s.trim())
@@ -66,6 +69,9 @@ export async function startTestServer(engine: Engine = 'sqlite', options: TestSe
     cleanup = () => db.drop();
   }
   const config = loadConfig({
+    // Instances sharing PostgreSQL share one server key, as docs/scale-out.md says to deploy
+    // them; a SQLite server generates its own into its data directory.
+    ...(databaseUrl ? { ROOST_SECRET_KEY: POSTGRES_TEST_SECRET_KEY } : {}),
     PORT: '0',
     ROOST_SMTP_PORT: '0',
     LOG_LEVEL: 'info',

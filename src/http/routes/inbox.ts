@@ -1,8 +1,10 @@
 // POST /api/v1/inbox/{addressId}/{secret}: the write-only inbox that remote services call.
-// A CreateEvent JSON body (docs/api.md §3), or with ?raw=1 any body as sent (§3.1).
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+// A CreateEvent JSON body (docs/api.md §3), or with ?raw=1 any body as sent (§3.1); with a
+// sender set, every request as sent, verified with the provider's scheme (§3.2).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
+import type { AddressRecord } from '../../storage/storage.js';
 import type { DeliveryInput } from '../../core/service.js';
 import { CreateEventSchema, EventDeliveryResponseSchema } from '../../schemas.js';
 import { validationMessage } from '../errors.js';
@@ -10,12 +12,14 @@ import { decodeJsonBody, rawBody } from '../body.js';
 import {
   RAW_EVENT_TYPE,
   captureRequest,
+  senderCaptureType,
   headerFilter,
   rawCaptureType,
   wantsRaw,
   type RawQuery,
 } from '../raw-capture.js';
 import { errorResponses, noSecurity } from './common.js';
+import { HandshakeResponseSchema, deliverFromSender } from './sender-inbox.js';
 
 // Raw values are checked in the handler, after the inbox (so a wrong URL answers 404
 // whatever is sent); the schema only documents them.
@@ -39,6 +43,18 @@ const InboxQuerySchema = Type.Object({
 
 /** Bodies that could not be decoded, answered only once the inbox URL proved valid. */
 const undecodable = new WeakMap<FastifyRequest, RoostError>();
+/**
+ * The exact bytes of a body decoded as JSON, which an inbox with a sender verifies and keeps
+ * (docs/api.md §3.2): a request decoration, declared up front, so that keeping them costs a
+ * field write and no change of the request's shape.
+ */
+type WithBytes = FastifyRequest & { inboxBytes: Buffer | null };
+
+const InboxParamsSchema = Type.Object({
+  addressId: Type.String({ description: 'The address id (addr_…).' }),
+  secret: Type.String({ description: 'The ingress secret (roost_ingress_…) from inbox_url.' }),
+});
+type InboxParams = { addressId: string; secret: string };
 
 /**
  * What a sender with a payload of its own shape should do instead (docs/api.md §3), added to
@@ -60,6 +76,7 @@ function isShapeError(error: { validation?: Array<{ keyword?: string; instancePa
 
 export async function inboxRoutes(app: FastifyInstance): Promise<void> {
   const { service, config } = app.roost;
+  app.decorateRequest('inboxBytes', null);
   const droppedHeader = headerFilter(config.rawDropHeaders);
 
   app.post<{ Params: { addressId: string; secret: string }; Querystring: RawQuery; Body: DeliveryInput }>(
@@ -72,11 +89,10 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
         description:
           'Body: CreateEvent. 202 when queued (durable before the answer), 200 with duplicate=true for a repeated Idempotency-Key or dedupe_key. ' +
           `With ?raw=1 the body may be anything (JSON, a form, text, bytes): it is stored as sent in an event of type ${RAW_EVENT_TYPE} ` +
-          '(or ?type=), with the request headers minus Authorization, Cookie, hop-by-hop ones and credential-like ones (ROOST_RAW_DROP_HEADERS).',
-        params: Type.Object({
-          addressId: Type.String({ description: 'The address id (addr_…).' }),
-          secret: Type.String({ description: 'The ingress secret (roost_ingress_…) from inbox_url.' }),
-        }),
+          '(or ?type=), with the request headers minus Authorization, Cookie, hop-by-hop ones and credential-like ones (ROOST_RAW_DROP_HEADERS). ' +
+          "With a sender set (PUT …/sender) every delivery is captured so, verified with the provider's scheme (401 signature_invalid when it fails and the sender enforces), " +
+          "typed and keyed in the provider's terms, and its URL handshakes (Slack, Zoom, Twitch…) answered as the provider expects, storing nothing.",
+        params: InboxParamsSchema,
         querystring: InboxQuerySchema,
         headers: Type.Object({
           'idempotency-key': Type.Optional(
@@ -90,7 +106,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
         response: {
           200: EventDeliveryResponseSchema,
           202: EventDeliveryResponseSchema,
-          ...errorResponses(400, 404, 413, 415, 429),
+          ...errorResponses(400, 401, 404, 413, 415, 429, 503),
         },
       },
       // The inbox is checked before the body's content, so that a wrong URL answers 404
@@ -100,6 +116,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
       preValidation: (request, _reply, done) => {
         // Raw capture keeps the bytes as they came (docs/api.md §3.1): no JSON decoding.
         if (wantsRaw(request.query)) return done();
+        (request as WithBytes).inboxBytes = request.body as Buffer;
         try {
           request.body = decodeJsonBody(request, { optional: false }) as DeliveryInput;
         } catch (error) {
@@ -112,6 +129,12 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
       },
       handler: async (request, reply) => {
         const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
+        if (address.hasSender) {
+          const kept = Buffer.isBuffer(request.body) ? request.body : (request as WithBytes).inboxBytes;
+          const bytes = Buffer.isBuffer(kept) ? kept : Buffer.alloc(0);
+          const answered = await senderInbox(request, reply, address, bytes);
+          if (answered) return answered;
+        }
         const decodeError = undecodable.get(request);
         if (decodeError) throw withHint(decodeError);
         const header = request.headers['idempotency-key'];
@@ -137,4 +160,32 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
       },
     },
   );
+
+  /** The sender's path (docs/api.md §3.2), or undefined when the sender was cleared meanwhile. */
+  const senderInbox = (request: FastifyRequest, reply: FastifyReply, address: AddressRecord, bytes: Buffer) =>
+    deliverFromSender(app.roost, request, reply, address, bytes, (type) =>
+      captureRequest(request.headers, bytes, type ?? senderCaptureType(request.query as RawQuery), droppedHeader),
+    );
+
+  // GET answers only a sender's URL handshake (Meta, Microsoft Graph, Dropbox…); a wrong
+  // inbox URL is the same 404 as for POST, and an inbox without a sender answers 405.
+  app.get<{ Params: InboxParams }>('/api/v1/inbox/:addressId/:secret', {
+    schema: {
+      operationId: 'answerInboxHandshake',
+      summary: "Answer a sender's URL handshake (with a sender set)",
+      security: noSecurity,
+      description:
+        'Only for an inbox whose sender checks the URL with a GET (meta: hub.challenge, microsoft_graph: validationToken, dropbox: challenge). ' +
+        'Anything else answers 405; nothing is stored.',
+      params: InboxParamsSchema,
+      response: { 200: HandshakeResponseSchema, ...errorResponses(401, 404, 405, 503) },
+    },
+    handler: async (request, reply) => {
+      const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
+      const answered = address.hasSender ? await senderInbox(request, reply, address, Buffer.alloc(0)) : undefined;
+      if (answered) return answered;
+      reply.header('Allow', 'POST');
+      throw new RoostError('method_not_allowed', 405, 'This inbox takes deliveries by POST.');
+    },
+  });
 }

@@ -87,6 +87,16 @@ const credentials = () => `## 6. Credentials and cleanup
 - DELETE /api/v1/addresses/$ADDRESS_ID when done: events, token and inbox URL go at once.
 - Errors are {"error":{"code","message"}}; the message says what to do.`;
 
+const senders = () => `## 7. Real webhook senders (GitHub, Stripe, Slack, ...)
+
+PUT /api/v1/addresses/$ADDRESS_ID/sender {\`provider\`, \`secrets\`} (bearer) makes the plain
+inbox URL verify each delivery's signature itself: github, stripe, slack,
+standard_webhooks, shopify, twilio, meta, microsoft_graph, zoom, dropbox, twitch, linear or
+hmac_sha256. Unverified deliveries get 401 signature_invalid (\`enforce\`: false stores them
+marked instead); events carry \`data.verification\`, the provider's type (github.push) and
+its delivery id as the key, so retries queue nothing new. URL handshakes (Slack, Meta,
+Microsoft Graph, Zoom, Dropbox, Twitch) are answered. Secrets are never shown again.`;
+
 const more = (base: string) => `## More
 
 OpenAPI: ${base}/api/v1/openapi.json`;
@@ -100,6 +110,7 @@ export const LLMS_SECTIONS: ReadonlyArray<(base: string) => string> = [
   email,
   mcp,
   credentials,
+  senders,
   more,
 ];
 
