@@ -4,7 +4,13 @@
 // values a sender chooses bounded before they leave this module.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../limits.js';
-import type { ProviderEventFields, SenderRequest, SenderVerdict, VerificationFailure } from '../provider.js';
+import type {
+  ProviderEventFields,
+  SenderRequest,
+  SenderSettings,
+  SenderVerdict,
+  VerificationFailure,
+} from '../provider.js';
 
 export const NOT_ALLOWED: SenderVerdict = { kind: 'not_allowed' };
 
@@ -187,4 +193,25 @@ export function handshakeRefused(what: string): SenderVerdict {
       },
     }),
   };
+}
+
+/**
+ * The `v0` scheme Slack and Zoom share: `v0=` + hex HMAC-SHA256(secret, `v0:{timestamp}:{body}`),
+ * the timestamp (Unix seconds, in its own header) held to the tolerance. The secret that
+ * verified, or why none did.
+ */
+export function verifyV0(
+  request: SenderRequest,
+  settings: SenderSettings,
+  nowMs: number,
+  headers: { signature: string; timestamp: string },
+): { secret: string } | { failure: VerificationFailure } {
+  const signature = prefixedHex(header(request, headers.signature), 'v0=');
+  const timestamp = unixSeconds(header(request, headers.timestamp));
+  if (!signature || timestamp === undefined) return { failure: 'missing_signature' };
+  const base = `v0:${timestamp}:`;
+  const index = matchingSecret(settings.secrets, [signature], (secret) => hmac('sha256', secret, base, request.body));
+  if (index < 0) return { failure: 'mismatch' };
+  if (!isFresh(timestamp, nowMs, settings.toleranceSeconds)) return { failure: 'stale_timestamp' };
+  return { secret: settings.secrets[index] };
 }

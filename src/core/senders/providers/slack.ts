@@ -9,20 +9,15 @@ import {
   deliveryKey,
   eventType,
   handshakeRefused,
-  header,
-  hmac,
-  isFresh,
   isRead,
-  matchingSecret,
   member,
   NOT_ALLOWED,
   parseJson,
-  prefixedHex,
   reflectable,
   textHandshake,
-  unixSeconds,
   unverified,
   verified,
+  verifyV0,
 } from './common.js';
 
 /** The body as Slack sends it: JSON (Events API) or a form (interactivity, slash commands). */
@@ -47,13 +42,11 @@ export const slackProvider: SenderProvider = {
     if (isRead(request)) return NOT_ALLOWED;
     const body = readBody(request);
     const fields = eventFields(body);
-    const signature = prefixedHex(header(request, 'x-slack-signature'), 'v0=');
-    const timestamp = unixSeconds(header(request, 'x-slack-request-timestamp'));
-    if (!signature || timestamp === undefined) return unverified('missing_signature', fields);
-    const base = `v0:${timestamp}:`;
-    const index = matchingSecret(settings.secrets, [signature], (secret) => hmac('sha256', secret, base, request.body));
-    if (index < 0) return unverified('mismatch', fields);
-    if (!isFresh(timestamp, nowMs, settings.toleranceSeconds)) return unverified('stale_timestamp', fields);
+    const check = verifyV0(request, settings, nowMs, {
+      signature: 'x-slack-signature',
+      timestamp: 'x-slack-request-timestamp',
+    });
+    if ('failure' in check) return unverified(check.failure, fields);
     if (member(body, 'type') === 'url_verification') {
       const challenge = reflectable(member(body, 'challenge'));
       return challenge === undefined ? handshakeRefused('Slack challenge') : textHandshake(challenge);

@@ -8,20 +8,16 @@ import type { SenderProvider } from '../provider.js';
 import {
   eventType,
   handshakeRefused,
-  header,
   hmac,
-  isFresh,
   isRead,
   jsonHandshake,
-  matchingSecret,
   member,
   NOT_ALLOWED,
   parseJson,
-  prefixedHex,
   reflectable,
-  unixSeconds,
   unverified,
   verified,
+  verifyV0,
 } from './common.js';
 
 export const zoomProvider: SenderProvider = {
@@ -30,17 +26,15 @@ export const zoomProvider: SenderProvider = {
     if (isRead(request)) return NOT_ALLOWED;
     const body = parseJson(request.body);
     const fields = { type: eventType('zoom', member(body, 'event')) };
-    const signature = prefixedHex(header(request, 'x-zm-signature'), 'v0=');
-    const timestamp = unixSeconds(header(request, 'x-zm-request-timestamp'));
-    if (!signature || timestamp === undefined) return unverified('missing_signature', fields);
-    const base = `v0:${timestamp}:`;
-    const index = matchingSecret(settings.secrets, [signature], (secret) => hmac('sha256', secret, base, request.body));
-    if (index < 0) return unverified('mismatch', fields);
-    if (!isFresh(timestamp, nowMs, settings.toleranceSeconds)) return unverified('stale_timestamp', fields);
+    const check = verifyV0(request, settings, nowMs, {
+      signature: 'x-zm-signature',
+      timestamp: 'x-zm-request-timestamp',
+    });
+    if ('failure' in check) return unverified(check.failure, fields);
     if (member(body, 'event') !== 'endpoint.url_validation') return verified(fields);
     const plainToken = reflectable(member(member(body, 'payload'), 'plainToken'));
     if (plainToken === undefined) return handshakeRefused('plainToken');
-    const encryptedToken = hmac('sha256', settings.secrets[index], plainToken).toString('hex');
+    const encryptedToken = hmac('sha256', check.secret, plainToken).toString('hex');
     return jsonHandshake({ plainToken, encryptedToken });
   },
 };
