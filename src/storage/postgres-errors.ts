@@ -52,6 +52,10 @@ export const isRetryable = (error: unknown) => ['40001', '40P01'].includes(Strin
 export const isUniqueViolation = (error: unknown, constraint: string) =>
   codeOf(error) === '23505' && (error as { constraint?: unknown }).constraint === constraint;
 
+/** Whether a failure means the database is away or overloaded, before or after databaseUnavailable. */
+export const isUnavailableFailure = (error: unknown) =>
+  isUnavailable(error) || (error instanceof RoostError && error.code === 'unavailable');
+
 /** 503 `unavailable`, keeping the database's own error as `cause` for the log. */
 export const databaseUnavailable = (cause: unknown) =>
   Object.assign(unavailable('The database is unavailable; retry shortly.'), { cause });

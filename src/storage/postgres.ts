@@ -25,6 +25,7 @@ import {
   databaseUnavailable,
   isConnectionLost,
   isRetryable,
+  isUnavailableFailure,
   isUniqueViolation,
   storageError,
 } from './postgres-errors.js';
@@ -67,6 +68,14 @@ const { namespace: LOCK_NAMESPACE, migration: MIGRATION_LOCK, purge: PURGE_LOCK 
  */
 const PURGE_BATCH_ADDRESSES = 500;
 const PURGE_BATCH_EVENTS = 1000;
+/**
+ * Append batches running at once, each on its own pooled connection. While they run,
+ * arriving appends queue and go together in the next batch (group commit); more than one
+ * lets one batch travel and parse while another waits for its WAL flush.
+ */
+const APPEND_BATCHES_IN_FLIGHT = 2;
+/** Bounds one batch statement, so that a burst of large deliveries is split. */
+const APPEND_BATCH_MAX = { events: 500, bytes: 8 * 1024 * 1024 } as const;
 /** How often (at most) one instance clears full rate buckets, which need no row. */
 const BUCKET_CLEANUP_EVERY_MS = 60_000;
 /**
@@ -139,29 +148,61 @@ const SQL = {
     WITH gone AS (DELETE FROM view_tokens WHERE address_id = $1 AND id = $2 RETURNING address_id)
     SELECT pg_notify('${WAKE_CHANNEL}', address_id) FROM gone`,
 
-  // The common append in one statement (one round trip, its own transaction): the address
-  // is live, has handed out fewer sequences than the capacity (so it cannot be full), and
-  // holds no event with the key. The UPDATE takes the row lock exactly as the full
-  // transaction below does. It returns no row when any condition fails, and the caller
-  // then runs the full transaction, which tells the cases apart. The NOT EXISTS reads the
-  // statement's snapshot, which may predate a racing append that committed while this one
-  // waited for the lock: then the key's unique index refuses the INSERT, the statement
-  // rolls back whole, and the full transaction returns the winner's event.
-  // It also stays under the byte cap ($11, 0 for none) with this event's $10 bytes.
-  appendFast: `
-    WITH bumped AS (
-      UPDATE addresses SET last_sequence = last_sequence + 1, stored_bytes = stored_bytes + $10
-      WHERE id = $2 AND (expires_at IS NULL OR expires_at > $8) AND last_sequence < $9
-        AND ($11 = 0 OR stored_bytes + $10 <= $11)
-        AND ($7::text IS NULL OR NOT EXISTS (SELECT 1 FROM events WHERE address_id = $2 AND dedupe_key = $7))
-      RETURNING last_sequence
+  // Every append that arrives while the previous batches run, in one statement (one round
+  // trip, one transaction, one WAL flush). `locked` takes the addresses' row locks in id
+  // order, so that batches on any number of instances cannot deadlock one another. Each
+  // address's events are then numbered in arrival order (the input's ordinality) after the
+  // highest sequence it has handed out: an event goes in while the queue cannot be full
+  // (fewer sequences handed out than its capacity, as in the full transaction) and the
+  // bytes stay under the cap, and only while every earlier one of its address went in too
+  // (`fits`, a prefix). Left out, for the full transaction to decide one at a time: an
+  // address that is unknown, deleted or expired at the delivery's time, a key the address
+  // already holds, anything past the caps. The NOT EXISTS reads the statement's snapshot,
+  // which may predate a racing append of the same key that committed while this one
+  // waited for a lock: then the key's unique index refuses the INSERT, the statement
+  // rolls back whole, and every append of the batch runs on its own. The caller sends at
+  // most one append per (address, key): repeats inside a batch wait for the first.
+  appendBatch: `
+    WITH input AS (
+      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                           $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])
+        WITH ORDINALITY AS t(id, address_id, type, source, data, metadata, dedupe_key,
+                             created_at, size_bytes, capacity, max_bytes, n)
+    ),
+    locked AS MATERIALIZED (
+      SELECT id, last_sequence, stored_bytes, expires_at FROM addresses
+      WHERE id = ANY($2::text[]) ORDER BY id FOR UPDATE
+    ),
+    candidates AS (
+      SELECT i.*, l.last_sequence, l.stored_bytes,
+             row_number() OVER w AS k, sum(i.size_bytes) OVER w AS bytes_so_far
+      FROM input i JOIN locked l ON l.id = i.address_id
+      WHERE (l.expires_at IS NULL OR l.expires_at > i.created_at)
+        AND (i.dedupe_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM events e WHERE e.address_id = i.address_id AND e.dedupe_key = i.dedupe_key))
+      WINDOW w AS (PARTITION BY i.address_id ORDER BY i.n ROWS UNBOUNDED PRECEDING)
+    ),
+    accepted AS (
+      SELECT * FROM (
+        SELECT c.*, bool_and(c.last_sequence + c.k <= c.capacity
+                             AND (c.max_bytes = 0 OR c.stored_bytes + c.bytes_so_far <= c.max_bytes))
+                      OVER (PARTITION BY c.address_id ORDER BY c.n ROWS UNBOUNDED PRECEDING) AS fits
+        FROM candidates c
+      ) AS checked
+      WHERE fits
+    ),
+    bumped AS (
+      UPDATE addresses a SET last_sequence = a.last_sequence + per.events, stored_bytes = a.stored_bytes + per.bytes
+      FROM (SELECT address_id, count(*) AS events, sum(size_bytes) AS bytes FROM accepted GROUP BY address_id) AS per
+      WHERE a.id = per.address_id
     ),
     inserted AS (
       INSERT INTO events (${EVENT_COLUMNS}, size_bytes)
-      SELECT $1, $2, last_sequence, $3, $4, $5, $6, $7, $8, NULL, $10 FROM bumped
-      RETURNING sequence
+      SELECT id, address_id, last_sequence + k, type, source, data, metadata, dedupe_key, created_at, NULL, size_bytes
+      FROM accepted
+      RETURNING id, sequence
     )
-    SELECT sequence FROM inserted`,
+    SELECT id, sequence FROM inserted`,
 
   // The full append transaction, in order. The UPDATE takes the address row lock (held until
   // COMMIT) and hands out the next sequence; it finds no row when the address is unknown,
@@ -311,6 +352,17 @@ function describe(databaseUrl: string): string {
 /** What a transaction's work decides: commit and return, or roll back and return. */
 type Outcome<T> = { commit: T } | { rollback: T };
 
+/** An append waiting for its batch, with what its caller awaits. */
+interface QueuedAppend {
+  input: AppendInput;
+  eventId: string;
+  size: number;
+  capacity: number;
+  maxBytes: number;
+  resolve: (result: AppendResult) => void;
+  reject: (error: unknown) => void;
+}
+
 // --- the engine ------------------------------------------------------------------------
 
 export class PostgresStorage implements Storage {
@@ -324,6 +376,11 @@ export class PostgresStorage implements Storage {
   /** Addresses with an append committed in this turn, to be announced to other instances. */
   private toAnnounce = new Set<string>();
   private announcing: Promise<void> = Promise.resolve();
+  /** Appends waiting for the next batch (see appendEvent), and their bytes. */
+  private appendQueue: QueuedAppend[] = [];
+  private appendQueueBytes = 0;
+  private appendBatchesInFlight = 0;
+  private appendBatchScheduled = false;
 
   /**
    * Connects, migrates (safely when several instances start together) and starts listening.
@@ -410,6 +467,15 @@ export class PostgresStorage implements Storage {
 
   /** One statement on its own (autocommit). */
   private async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.queryAsIs<R>(text, values);
+    } catch (error) {
+      throw storageError(error);
+    }
+  }
+
+  /** As query, with the database's error as it came (a failed connect is already 503). */
+  private async queryAsIs<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
     for (let attempt = 1; ; attempt++) {
       const db = await this.connect();
       try {
@@ -420,7 +486,7 @@ export class PostgresStorage implements Storage {
         // A connection-level failure destroys the connection rather than pooling it again.
         db.release(isConnectionLost(error) ? (error as Error) : undefined);
         if (attempt < 3 && isRetryable(error)) continue;
-        throw storageError(error);
+        throw error;
       }
     }
   }
@@ -582,31 +648,157 @@ export class PostgresStorage implements Storage {
 
   // --- events --------------------------------------------------------------------------
 
-  async appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
-    const size = eventSize(input);
-    // Time-led (newEventId): the primary key's index grows at its end.
-    const eventId = input.id ?? newEventId(input.createdAt);
-    try {
-      const { rows } = await this.query<{ sequence: number }>(SQL.appendFast, [
-        eventId,
-        input.addressId,
-        input.type,
-        input.source,
-        input.dataJson,
-        input.metadataJson,
-        input.dedupeKey,
-        input.createdAt,
-        capacity,
-        size,
-        maxBytes,
-      ]);
-      if (rows[0]) {
-        this.announce(input.addressId);
-        return { status: 'created', event: insertedEvent(input, eventId, rows[0].sequence) };
-      }
-    } catch (error) {
-      if (!isUniqueViolation(error, 'events_by_dedupe_key')) throw error;
+  /**
+   * Appends are batched: each joins the queue, and the queue goes out as one statement
+   * (SQL.appendBatch) whenever fewer than APPEND_BATCHES_IN_FLIGHT batches are running,
+   * so that appends arriving while a batch commits share the next one. Each promise
+   * resolves only after the COMMIT of the statement or transaction that stored its event.
+   */
+  appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
+    return new Promise<AppendResult>((resolve, reject) => {
+      const size = eventSize(input);
+      // Time-led (newEventId): the primary key's index grows at its end.
+      const eventId = input.id ?? newEventId(input.createdAt);
+      this.appendQueue.push({ input, eventId, size, capacity, maxBytes, resolve, reject });
+      this.appendQueueBytes += size;
+      this.scheduleAppendBatch();
+    });
+  }
+
+  private scheduleAppendBatch(): void {
+    if (this.appendBatchScheduled || this.appendBatchesInFlight >= APPEND_BATCHES_IN_FLIGHT) return;
+    if (this.appendQueue.length === 0) return;
+    this.appendBatchScheduled = true;
+    // At the end of this turn of the event loop, so that the appends it parsed go together.
+    setImmediate(() => {
+      this.appendBatchScheduled = false;
+      if (this.appendBatchesInFlight >= APPEND_BATCHES_IN_FLIGHT || this.appendQueue.length === 0) return;
+      const batch = this.takeAppendBatch();
+      this.appendBatchesInFlight++;
+      void this.appendBatch(batch).finally(() => {
+        this.appendBatchesInFlight--;
+        this.scheduleAppendBatch();
+      });
+      this.scheduleAppendBatch();
+    });
+  }
+
+  /** The oldest queued appends, up to APPEND_BATCH_MAX events or bytes (always at least one). */
+  private takeAppendBatch(): QueuedAppend[] {
+    if (this.appendQueue.length <= APPEND_BATCH_MAX.events && this.appendQueueBytes <= APPEND_BATCH_MAX.bytes) {
+      const all = this.appendQueue;
+      this.appendQueue = [];
+      this.appendQueueBytes = 0;
+      return all;
     }
+    let count = 0;
+    let bytes = 0;
+    while (
+      count < this.appendQueue.length &&
+      count < APPEND_BATCH_MAX.events &&
+      (count === 0 || bytes + this.appendQueue[count].size <= APPEND_BATCH_MAX.bytes)
+    ) {
+      bytes += this.appendQueue[count].size;
+      count++;
+    }
+    this.appendQueueBytes -= bytes;
+    return this.appendQueue.splice(0, count);
+  }
+
+  /**
+   * One batch: its appends in one statement, except a repeat of a key that an earlier
+   * append of the same batch carries (it waits for that one: docs/api.md §3, the first
+   * event wins). What the statement left out runs through the full transaction, one append
+   * at a time, after the batch has committed.
+   */
+  private async appendBatch(batch: QueuedAppend[]): Promise<void> {
+    const first = new Map<string, QueuedAppend>();
+    const sent: QueuedAppend[] = [];
+    const repeats: Array<{ append: QueuedAppend; of: QueuedAppend }> = [];
+    for (const append of batch) {
+      const { addressId, dedupeKey } = append.input;
+      if (dedupeKey !== null) {
+        const key = `${addressId}\u0000${dedupeKey}`;
+        const earlier = first.get(key);
+        if (earlier) {
+          repeats.push({ append, of: earlier });
+          continue;
+        }
+        first.set(key, append);
+      }
+      sent.push(append);
+    }
+    const outcomes = new Map<QueuedAppend, Promise<AppendResult>>();
+    let stored = new Map<string, number>();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        stored = await this.insertBatch(sent);
+        break;
+      } catch (error) {
+        // Away or overloaded: every append of the batch would fail alike.
+        if (isUnavailableFailure(error)) {
+          const failure = storageError(error);
+          for (const append of batch) append.reject(failure);
+          return;
+        }
+        // A key that a racing batch committed after this statement's snapshot: the next
+        // try sees it, and leaves that append to the full transaction (a duplicate).
+        if (attempt < 3 && isUniqueViolation(error, 'events_by_dedupe_key')) continue;
+        // Anything else (a value the database refuses) is settled per append, so that
+        // one bad append fails only itself.
+        break;
+      }
+    }
+    for (const append of sent) {
+      const sequence = stored.get(append.eventId);
+      const outcome =
+        sequence === undefined
+          ? this.appendAlone(append)
+          : Promise.resolve<AppendResult>({
+              status: 'created',
+              event: insertedEvent(append.input, append.eventId, sequence),
+            });
+      outcomes.set(append, outcome);
+    }
+    if (stored.size > 0)
+      for (const append of sent) if (stored.has(append.eventId)) this.announce(append.input.addressId);
+    for (const { append, of } of repeats) {
+      const outcome = outcomes.get(of)!.then(
+        (result) =>
+          result.status === 'created' || result.status === 'duplicate'
+            ? { status: 'duplicate' as const, event: result.event }
+            : this.appendAlone(append),
+        () => this.appendAlone(append),
+      );
+      outcomes.set(append, outcome);
+    }
+    for (const append of batch) outcomes.get(append)!.then(append.resolve, append.reject);
+  }
+
+  /** The batch statement: the sequence of each event it stored, by event id. */
+  private async insertBatch(appends: QueuedAppend[]): Promise<Map<string, number>> {
+    const columns: unknown[][] = Array.from({ length: 11 }, () => []);
+    for (const { input, eventId, size, capacity, maxBytes } of appends) {
+      columns[0].push(eventId);
+      columns[1].push(input.addressId);
+      columns[2].push(input.type);
+      columns[3].push(input.source);
+      columns[4].push(input.dataJson);
+      columns[5].push(input.metadataJson);
+      columns[6].push(input.dedupeKey);
+      columns[7].push(input.createdAt);
+      columns[8].push(size);
+      columns[9].push(capacity);
+      columns[10].push(maxBytes);
+    }
+    const { rows } = await this.queryAsIs<{ id: string; sequence: number }>(SQL.appendBatch, columns);
+    const stored = new Map<string, number>();
+    for (const row of rows) stored.set(row.id, row.sequence);
+    return stored;
+  }
+
+  /** The full transaction for one append: it tells every case apart (full, duplicate, gone). */
+  private async appendAlone({ input, eventId, size, capacity, maxBytes }: QueuedAppend): Promise<AppendResult> {
     for (let attempt = 1; ; attempt++) {
       try {
         const result = await this.transaction((db) =>
