@@ -30,6 +30,7 @@ import {
   storageError,
 } from './postgres-errors.js';
 import { WAKE_CHANNEL, WakeListener, type ListenerHeartbeat } from './postgres-listener.js';
+import { Batches } from './batches.js';
 import {
   ADDRESS_COLUMNS,
   EVENT_COLUMNS,
@@ -69,13 +70,13 @@ const { namespace: LOCK_NAMESPACE, migration: MIGRATION_LOCK, purge: PURGE_LOCK 
 const PURGE_BATCH_ADDRESSES = 500;
 const PURGE_BATCH_EVENTS = 1000;
 /**
- * Append batches running at once, each on its own pooled connection. While they run,
- * arriving appends queue and go together in the next batch (group commit); more than one
- * lets one batch travel and parse while another waits for its WAL flush.
+ * Append batches (batches.ts) run two at a time, each on its own pooled connection: one
+ * travels and is executed while the other waits for its WAL flush. One statement holds at
+ * most 500 events or 8 MiB, so that a burst of large deliveries is split.
  */
-const APPEND_BATCHES_IN_FLIGHT = 2;
-/** Bounds one batch statement, so that a burst of large deliveries is split. */
-const APPEND_BATCH_MAX = { events: 500, bytes: 8 * 1024 * 1024 } as const;
+const APPEND_BATCHES = { inFlight: 2, maxItems: 500, maxWeight: 8 * 1024 * 1024 } as const;
+/** Address look-ups (every delivery's inbox check) likewise, a few batches at a time. */
+const LOOKUP_BATCHES = { inFlight: 2, maxItems: 500 } as const;
 /** How often (at most) one instance clears full rate buckets, which need no row. */
 const BUCKET_CLEANUP_EVERY_MS = 60_000;
 /**
@@ -101,7 +102,12 @@ const SQL = {
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
   // Columns named, not *: a prepared statement whose result columns change (a later
   // migration run by another instance during a rolling deploy) fails until re-prepared.
-  addressById: `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE id = $1 AND ${LIVE}`,
+  // The n-th row answers the n-th (id, now) pair; a pair without a row found nothing live.
+  addressesById: `
+    SELECT ${ADDRESS_COLUMNS}, wanted.n::int AS n
+    FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS wanted(address_id, at, n)
+    JOIN addresses ON addresses.id = wanted.address_id
+    WHERE addresses.expires_at IS NULL OR addresses.expires_at > wanted.at`,
   addressBySlug: `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = $1 AND ${LIVE}`,
   // Events go with it (ON DELETE CASCADE). The DELETE waits for the address row lock that
   // a racing append holds, so that append's event is deleted too; an append that comes
@@ -352,6 +358,14 @@ function describe(databaseUrl: string): string {
 /** What a transaction's work decides: commit and return, or roll back and return. */
 type Outcome<T> = { commit: T } | { rollback: T };
 
+/** An address look-up waiting for its batch. */
+interface QueuedLookup {
+  id: string;
+  now: number;
+  resolve: (address: AddressRecord | null) => void;
+  reject: (error: unknown) => void;
+}
+
 /** An append waiting for its batch, with what its caller awaits. */
 interface QueuedAppend {
   input: AppendInput;
@@ -376,11 +390,12 @@ export class PostgresStorage implements Storage {
   /** Addresses with an append committed in this turn, to be announced to other instances. */
   private toAnnounce = new Set<string>();
   private announcing: Promise<void> = Promise.resolve();
-  /** Appends waiting for the next batch (see appendEvent), and their bytes. */
-  private appendQueue: QueuedAppend[] = [];
-  private appendQueueBytes = 0;
-  private appendBatchesInFlight = 0;
-  private appendBatchScheduled = false;
+  /** Appends, and address look-ups, that arrive together go as one statement. */
+  private readonly appends = new Batches<QueuedAppend>((batch) => this.appendBatch(batch), {
+    ...APPEND_BATCHES,
+    weight: (append) => append.size,
+  });
+  private readonly addressLookups = new Batches<QueuedLookup>((batch) => this.lookUpAddresses(batch), LOOKUP_BATCHES);
 
   /**
    * Connects, migrates (safely when several instances start together) and starts listening.
@@ -563,9 +578,26 @@ export class PostgresStorage implements Storage {
     }
   }
 
-  async getAddress(id: string, now: number): Promise<AddressRecord | null> {
-    const { rows } = await this.query<AddressRow>(SQL.addressById, [id, now]);
-    return rows[0] ? toAddress(rows[0]) : null;
+  /** Batched (every delivery asks, just before its append): one statement for those that arrive together. */
+  getAddress(id: string, now: number): Promise<AddressRecord | null> {
+    return new Promise((resolve, reject) => this.addressLookups.add({ id, now, resolve, reject }));
+  }
+
+  private async lookUpAddresses(batch: QueuedLookup[]): Promise<void> {
+    try {
+      const { rows } = await this.query<AddressRow & { n: number }>(SQL.addressesById, [
+        batch.map((l) => l.id),
+        batch.map((l) => l.now),
+      ]);
+      const found = new Map<number, AddressRow>();
+      for (const row of rows) found.set(row.n, row);
+      batch.forEach((lookup, i) => {
+        const row = found.get(i + 1);
+        lookup.resolve(row ? toAddress(row) : null);
+      });
+    } catch (error) {
+      for (const lookup of batch) lookup.reject(error);
+    }
   }
 
   async getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null> {
@@ -649,60 +681,17 @@ export class PostgresStorage implements Storage {
   // --- events --------------------------------------------------------------------------
 
   /**
-   * Appends are batched: each joins the queue, and the queue goes out as one statement
-   * (SQL.appendBatch) whenever fewer than APPEND_BATCHES_IN_FLIGHT batches are running,
-   * so that appends arriving while a batch commits share the next one. Each promise
-   * resolves only after the COMMIT of the statement or transaction that stored its event.
+   * Appends are batched (batches.ts): the appends that arrive while earlier batches run go
+   * together as one statement (SQL.appendBatch). Each promise resolves only after the
+   * COMMIT of the statement or transaction that stored its event.
    */
   appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
     return new Promise<AppendResult>((resolve, reject) => {
       const size = eventSize(input);
       // Time-led (newEventId): the primary key's index grows at its end.
       const eventId = input.id ?? newEventId(input.createdAt);
-      this.appendQueue.push({ input, eventId, size, capacity, maxBytes, resolve, reject });
-      this.appendQueueBytes += size;
-      this.scheduleAppendBatch();
+      this.appends.add({ input, eventId, size, capacity, maxBytes, resolve, reject });
     });
-  }
-
-  private scheduleAppendBatch(): void {
-    if (this.appendBatchScheduled || this.appendBatchesInFlight >= APPEND_BATCHES_IN_FLIGHT) return;
-    if (this.appendQueue.length === 0) return;
-    this.appendBatchScheduled = true;
-    // At the end of this turn of the event loop, so that the appends it parsed go together.
-    setImmediate(() => {
-      this.appendBatchScheduled = false;
-      if (this.appendBatchesInFlight >= APPEND_BATCHES_IN_FLIGHT || this.appendQueue.length === 0) return;
-      const batch = this.takeAppendBatch();
-      this.appendBatchesInFlight++;
-      void this.appendBatch(batch).finally(() => {
-        this.appendBatchesInFlight--;
-        this.scheduleAppendBatch();
-      });
-      this.scheduleAppendBatch();
-    });
-  }
-
-  /** The oldest queued appends, up to APPEND_BATCH_MAX events or bytes (always at least one). */
-  private takeAppendBatch(): QueuedAppend[] {
-    if (this.appendQueue.length <= APPEND_BATCH_MAX.events && this.appendQueueBytes <= APPEND_BATCH_MAX.bytes) {
-      const all = this.appendQueue;
-      this.appendQueue = [];
-      this.appendQueueBytes = 0;
-      return all;
-    }
-    let count = 0;
-    let bytes = 0;
-    while (
-      count < this.appendQueue.length &&
-      count < APPEND_BATCH_MAX.events &&
-      (count === 0 || bytes + this.appendQueue[count].size <= APPEND_BATCH_MAX.bytes)
-    ) {
-      bytes += this.appendQueue[count].size;
-      count++;
-    }
-    this.appendQueueBytes -= bytes;
-    return this.appendQueue.splice(0, count);
   }
 
   /**
