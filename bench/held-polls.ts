@@ -28,14 +28,20 @@ export interface HeldPollsResult {
 
 const OPEN_BATCH = 500;
 
-/** `aroundWake` wraps the wake-up phase (to profile just that). */
+/**
+ * `aroundWake` wraps the wake-up phase (to profile just that). With `snapshots`, heap
+ * snapshots of the server are written idle and holding (after the RSS is read; the
+ * wake-up figures after that are not comparable).
+ */
 export async function measureHeldPolls(
   child: BenchChild,
   addresses: BenchAddress[],
   perAddress: number,
   aroundWake: <T>(phase: () => Promise<T>) => Promise<T> = (phase) => phase(),
+  snapshots?: { idle: string; holding: string },
 ): Promise<HeldPollsResult> {
   const rssIdleMiB = child.rssMiB();
+  if (snapshots) await child.ask({ type: 'heap-snapshot', file: snapshots.idle });
   // Keep-alive, as clients that poll in a loop do: the answer does not close the socket.
   const pollAgent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
   const polls: Array<{ address: number; answer: Promise<{ reply: Reply; at: number }> }> = [];
@@ -62,6 +68,7 @@ export async function measureHeldPolls(
     if (openS > 15)
       throw new Error(`opening the polls took ${openS.toFixed(1)} s; they would time out (wait=25) before the wake-up`);
     const rssHoldingMiB = child.rssMiB();
+    if (snapshots) await child.ask({ type: 'heap-snapshot', file: snapshots.holding });
 
     const deliverAgent = new http.Agent({ keepAlive: true, maxSockets: 50 });
     const acceptedAt: number[] = new Array(addresses.length);

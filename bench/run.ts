@@ -6,6 +6,7 @@
 //   npm run bench -- --quick          a smoke run of a few seconds per figure
 //   npm run bench -- --only ingest,wake,polls,reading,smtp,prefilled,postgres
 //   npm run bench -- --profile DIR    also write CPU profiles of Roost in each measured phase
+//   npm run bench -- --only polls --heap-snapshots DIR   heap snapshots idle and holding the polls
 //   npm run bench -- --no-references  ingest without its reference runs (LOG_LEVEL=warn, no group commit, NORMAL)
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +30,7 @@ const { values } = parseArgs({
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     profile: { type: 'string' },
+    'heap-snapshots': { type: 'string' },
     'no-references': { type: 'boolean', default: false },
     connections: { type: 'string', default: '50' },
   },
@@ -249,9 +251,21 @@ async function main(): Promise<void> {
       }
       if (only.has('polls')) {
         const addresses = await createAddresses(roost.url, POLL_ADDRESSES);
-        const held = await measureHeldPolls(roost, addresses, POLLS_PER_ADDRESS, (phase) =>
-          profiled(roost, 'wake-all', phase),
+        const snapshotDir = values['heap-snapshots'];
+        if (snapshotDir) mkdirSync(snapshotDir, { recursive: true });
+        const held = await measureHeldPolls(
+          roost,
+          addresses,
+          POLLS_PER_ADDRESS,
+          (phase) => profiled(roost, 'wake-all', phase),
+          snapshotDir
+            ? { idle: resolve(snapshotDir, 'idle.heapsnapshot'), holding: resolve(snapshotDir, 'holding.heapsnapshot') }
+            : undefined,
         );
+        if (snapshotDir)
+          report(
+            `  (heap snapshots in ${snapshotDir}: node --import tsx bench/heap-summary.ts holding.heapsnapshot idle.heapsnapshot --per ${POLL_ADDRESSES * POLLS_PER_ADDRESS})`,
+          );
         report(`Held long-polls: ${fmt(held.polls)} at once across ${POLL_ADDRESSES} addresses (one socket each)`);
         report(`${'opened and registered in'.padEnd(44)} ${fmt(held.openS, 2)} s`);
         report(
