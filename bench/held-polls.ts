@@ -14,6 +14,9 @@ export interface HeldPollsResult {
   openS: number;
   rssIdleMiB: number;
   rssHoldingMiB: number;
+  /** The server's memory by kind (process.memoryUsage and V8's spaces), idle and holding. */
+  memoryIdle: ServerMemory;
+  memoryHolding: ServerMemory;
   /** From the first delivery sent to the last poll answered (ms). */
   allWokenMs: number;
   /** From the first delivery sent to the last 202 (ms): the deliveries' own duration. */
@@ -24,6 +27,15 @@ export interface HeldPollsResult {
   maxMs: number;
   /** Polls that did not answer 200 with exactly the one new event. */
   wrong: number;
+}
+
+export interface ServerMemory {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+  spaces: Record<string, { size: number; used: number }>;
 }
 
 const OPEN_BATCH = 500;
@@ -41,6 +53,7 @@ export async function measureHeldPolls(
   snapshots?: { idle: string; holding: string },
 ): Promise<HeldPollsResult> {
   const rssIdleMiB = child.rssMiB();
+  const memoryIdle = await child.ask<ServerMemory>({ type: 'memory' });
   if (snapshots) await child.ask({ type: 'heap-snapshot', file: snapshots.idle });
   // Keep-alive, as clients that poll in a loop do: the answer does not close the socket.
   const pollAgent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
@@ -68,6 +81,7 @@ export async function measureHeldPolls(
     if (openS > 15)
       throw new Error(`opening the polls took ${openS.toFixed(1)} s; they would time out (wait=25) before the wake-up`);
     const rssHoldingMiB = child.rssMiB();
+    const memoryHolding = await child.ask<ServerMemory>({ type: 'memory' });
     if (snapshots) await child.ask({ type: 'heap-snapshot', file: snapshots.holding });
 
     const deliverAgent = new http.Agent({ keepAlive: true, maxSockets: 50 });
@@ -97,6 +111,8 @@ export async function measureHeldPolls(
       openS,
       rssIdleMiB,
       rssHoldingMiB,
+      memoryIdle,
+      memoryHolding,
       allWokenMs: lastAnswered - firstSent,
       deliveriesMs: lastAccepted - firstSent,
       p50Ms: percentile(latencies, 50),
