@@ -11,11 +11,21 @@ export interface BatchLimits<T> {
   /** With `weight`: the total weight of one batch at most (its first item always goes). */
   maxWeight?: number;
   weight?: (item: T) => number;
+  /**
+   * How long an item may wait for a batch to take it; then `expire` settles it. While the
+   * running batches hang (a stalled database), the queue behind them must not wait for
+   * as long as they do, on top of its own batch's wait.
+   */
+  maxWaitMs: number;
+  expire: (item: T) => void;
 }
 
 export class Batches<T> {
   private queue: T[] = [];
+  /** When each queued item arrived (performance.now()), in queue order. */
+  private queuedAt: number[] = [];
   private queuedWeight = 0;
+  private expiry: NodeJS.Timeout | undefined;
   private running = 0;
   private scheduled = false;
 
@@ -27,8 +37,26 @@ export class Batches<T> {
 
   add(item: T): void {
     this.queue.push(item);
+    this.queuedAt.push(performance.now());
     if (this.limits.weight) this.queuedWeight += this.limits.weight(item);
     this.schedule();
+    this.expiry ??= setTimeout(() => this.expireWaiting(), this.limits.maxWaitMs).unref();
+  }
+
+  /** One timer for the whole queue: settles what waited too long, then waits for the next. */
+  private expireWaiting(): void {
+    this.expiry = undefined;
+    const now = performance.now();
+    let count = 0;
+    while (count < this.queue.length && now - this.queuedAt[count] >= this.limits.maxWaitMs) count++;
+    const expired = this.queue.splice(0, count);
+    this.queuedAt.splice(0, count);
+    for (const item of expired) {
+      if (this.limits.weight) this.queuedWeight -= this.limits.weight(item);
+      this.limits.expire(item);
+    }
+    if (this.queue.length > 0)
+      this.expiry = setTimeout(() => this.expireWaiting(), this.queuedAt[0] + this.limits.maxWaitMs - now).unref();
   }
 
   private schedule(): void {
@@ -53,6 +81,7 @@ export class Batches<T> {
     if (this.queue.length <= maxItems && this.queuedWeight <= maxWeight) {
       const all = this.queue;
       this.queue = [];
+      this.queuedAt = [];
       this.queuedWeight = 0;
       return all;
     }
@@ -65,6 +94,7 @@ export class Batches<T> {
       count++;
     }
     this.queuedWeight -= taken;
+    this.queuedAt.splice(0, count);
     return this.queue.splice(0, count);
   }
 }

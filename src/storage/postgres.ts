@@ -390,12 +390,13 @@ export class PostgresStorage implements Storage {
   /** Addresses with an append committed in this turn, to be announced to other instances. */
   private toAnnounce = new Set<string>();
   private announcing: Promise<void> = Promise.resolve();
-  /** Appends, and address look-ups, that arrive together go as one statement. */
-  private readonly appends = new Batches<QueuedAppend>((batch) => this.appendBatch(batch), {
-    ...APPEND_BATCHES,
-    weight: (append) => append.size,
-  });
-  private readonly addressLookups = new Batches<QueuedLookup>((batch) => this.lookUpAddresses(batch), LOOKUP_BATCHES);
+  /**
+   * Appends, and address look-ups, that arrive together go as one statement. One waits
+   * for a batch to take it no longer than for a pooled connection (pgConnectTimeoutMs):
+   * then it is `unavailable`, as it would be in a full pool.
+   */
+  private readonly appends: Batches<QueuedAppend>;
+  private readonly addressLookups: Batches<QueuedLookup>;
 
   /**
    * Connects, migrates (safely when several instances start together) and starts listening.
@@ -429,6 +430,19 @@ export class PostgresStorage implements Storage {
   ) {
     if (!config.databaseUrl) throw new Error('PostgresStorage needs DATABASE_URL');
     this.description = describe(config.databaseUrl);
+    const waited = (item: { reject: (error: unknown) => void }) =>
+      item.reject(databaseUnavailable(new Error('no database connection became free in time')));
+    this.appends = new Batches<QueuedAppend>((batch) => this.appendBatch(batch), {
+      ...APPEND_BATCHES,
+      weight: (append) => append.size,
+      maxWaitMs: config.pgConnectTimeoutMs,
+      expire: waited,
+    });
+    this.addressLookups = new Batches<QueuedLookup>((batch) => this.lookUpAddresses(batch), {
+      ...LOOKUP_BATCHES,
+      maxWaitMs: config.pgConnectTimeoutMs,
+      expire: waited,
+    });
     const connection: pg.ClientConfig = {
       connectionString: config.databaseUrl,
       application_name: 'roost',
