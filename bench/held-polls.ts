@@ -14,6 +14,9 @@ export interface HeldPollsResult {
   openS: number;
   rssIdleMiB: number;
   rssHoldingMiB: number;
+  /** The server's memory by kind (process.memoryUsage and V8's spaces), idle and holding. */
+  memoryIdle: ServerMemory;
+  memoryHolding: ServerMemory;
   /** From the first delivery sent to the last poll answered (ms). */
   allWokenMs: number;
   /** From the first delivery sent to the last 202 (ms): the deliveries' own duration. */
@@ -26,16 +29,32 @@ export interface HeldPollsResult {
   wrong: number;
 }
 
+export interface ServerMemory {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+  spaces: Record<string, { size: number; used: number }>;
+}
+
 const OPEN_BATCH = 500;
 
-/** `aroundWake` wraps the wake-up phase (to profile just that). */
+/**
+ * `aroundWake` wraps the wake-up phase (to profile just that). With `snapshots`, heap
+ * snapshots of the server are written idle and holding (after the RSS is read; the
+ * wake-up figures after that are not comparable).
+ */
 export async function measureHeldPolls(
   child: BenchChild,
   addresses: BenchAddress[],
   perAddress: number,
   aroundWake: <T>(phase: () => Promise<T>) => Promise<T> = (phase) => phase(),
+  snapshots?: { idle: string; holding: string },
 ): Promise<HeldPollsResult> {
   const rssIdleMiB = child.rssMiB();
+  const memoryIdle = await child.ask<ServerMemory>({ type: 'memory' });
+  if (snapshots) await child.ask({ type: 'heap-snapshot', file: snapshots.idle });
   // Keep-alive, as clients that poll in a loop do: the answer does not close the socket.
   const pollAgent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
   const polls: Array<{ address: number; answer: Promise<{ reply: Reply; at: number }> }> = [];
@@ -62,6 +81,8 @@ export async function measureHeldPolls(
     if (openS > 15)
       throw new Error(`opening the polls took ${openS.toFixed(1)} s; they would time out (wait=25) before the wake-up`);
     const rssHoldingMiB = child.rssMiB();
+    const memoryHolding = await child.ask<ServerMemory>({ type: 'memory' });
+    if (snapshots) await child.ask({ type: 'heap-snapshot', file: snapshots.holding });
 
     const deliverAgent = new http.Agent({ keepAlive: true, maxSockets: 50 });
     const acceptedAt: number[] = new Array(addresses.length);
@@ -90,6 +111,8 @@ export async function measureHeldPolls(
       openS,
       rssIdleMiB,
       rssHoldingMiB,
+      memoryIdle,
+      memoryHolding,
       allWokenMs: lastAnswered - firstSent,
       deliveriesMs: lastAccepted - firstSent,
       p50Ms: percentile(latencies, 50),

@@ -4,6 +4,7 @@
 // append (--group-commit off) and --synchronous NORMAL. These are bench-only switches,
 // deliberately not part of the service's configuration.
 import { writeFileSync } from 'node:fs';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { Session } from 'node:inspector/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
@@ -48,6 +49,17 @@ serveIpc(async (message) => {
       profiler = undefined;
       return true;
     }
+    case 'memory': {
+      // Where the RSS is: V8's heap (committed and live, by space), and memory outside it.
+      const usage = process.memoryUsage();
+      const spaces = Object.fromEntries(
+        getHeapSpaceStatistics().map((s) => [s.space_name, { size: s.space_size, used: s.space_used_size }]),
+      );
+      return { ...usage, spaces };
+    }
+    case 'heap-snapshot':
+      // Blocks the process while it writes (seconds for a large heap).
+      return writeHeapSnapshot(String(message.file));
     case 'stats':
       return {
         held: roost.waiters.held,

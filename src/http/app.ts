@@ -18,6 +18,7 @@ import type { Waiters } from '../core/waiters.js';
 import type { Storage } from '../storage/storage.js';
 import { fastifyTrustProxy } from './client-ip.js';
 import { limitConnectionsPerPeer } from './connection-limit.js';
+import { lazyRequestLogger } from './request-logger.js';
 import { installErrorHandling, renderClientError, renderFrameworkError } from './errors.js';
 import { addressRoutes } from './routes/addresses.js';
 import { credentialRoutes } from './routes/credentials.js';
@@ -102,6 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
     },
     logController: new AccessLog(deps.logger),
+    childLoggerFactory: lazyRequestLogger,
     // Failures answered before any route runs still get the Error shape (docs/api.md §6).
     frameworkErrors: renderFrameworkError,
     clientErrorHandler: (error: Error & { code?: string }, socket) => {

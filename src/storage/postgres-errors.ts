@@ -52,7 +52,11 @@ export const isRetryable = (error: unknown) => ['40001', '40P01'].includes(Strin
 export const isUniqueViolation = (error: unknown, constraint: string) =>
   codeOf(error) === '23505' && (error as { constraint?: unknown }).constraint === constraint;
 
-/** Unavailable (503 at the edge), keeping the database's own error as `cause` for the log. */
+/** Whether a failure means the database is away or overloaded, before or after databaseUnavailable. */
+export const isUnavailableFailure = (error: unknown) =>
+  isUnavailable(error) || error instanceof StorageUnavailableError;
+
+/** 503 `unavailable`, keeping the database's own error as `cause` for the log. */
 export const databaseUnavailable = (cause: unknown) =>
   new StorageUnavailableError('The database is unavailable; retry shortly.', { cause });
 

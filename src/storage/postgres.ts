@@ -24,10 +24,12 @@ import {
   databaseUnavailable,
   isConnectionLost,
   isRetryable,
+  isUnavailableFailure,
   isUniqueViolation,
   storageError,
 } from './postgres-errors.js';
 import { WAKE_CHANNEL, WakeListener, type ListenerHeartbeat } from './postgres-listener.js';
+import { Batches } from './batches.js';
 import {
   ADDRESS_COLUMNS,
   EVENT_COLUMNS,
@@ -80,6 +82,14 @@ const { namespace: LOCK_NAMESPACE, migration: MIGRATION_LOCK, purge: PURGE_LOCK 
  */
 const PURGE_BATCH_ADDRESSES = 500;
 const PURGE_BATCH_EVENTS = 1000;
+/**
+ * Append batches (batches.ts) run two at a time, each on its own pooled connection: one
+ * travels and is executed while the other waits for its WAL flush. One statement holds at
+ * most 500 events or 8 MiB, so that a burst of large deliveries is split.
+ */
+const APPEND_BATCHES = { inFlight: 2, maxItems: 500, maxWeight: 8 * 1024 * 1024 } as const;
+/** Address look-ups (every delivery's inbox check) likewise, a few batches at a time. */
+const LOOKUP_BATCHES = { inFlight: 2, maxItems: 500 } as const;
 /** How often (at most) one instance clears full rate buckets, which need no row. */
 const BUCKET_CLEANUP_EVERY_MS = 60_000;
 /**
@@ -122,7 +132,12 @@ const SQL = {
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
   // Columns named, not *: a prepared statement whose result columns change (a later
   // migration run by another instance during a rolling deploy) fails until re-prepared.
-  addressById: `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE id = $1 AND ${LIVE}`,
+  // The n-th row answers the n-th (id, now) pair; a pair without a row found nothing live.
+  addressesById: `
+    SELECT ${ADDRESS_COLUMNS}, wanted.n::int AS n
+    FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS wanted(address_id, at, n)
+    JOIN addresses ON addresses.id = wanted.address_id
+    WHERE addresses.expires_at IS NULL OR addresses.expires_at > wanted.at`,
   addressBySlug: `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = $1 AND ${LIVE}`,
   // Events go with it (ON DELETE CASCADE). The DELETE waits for the address row lock that
   // a racing append holds, so that append's event is deleted too; an append that comes
@@ -184,30 +199,63 @@ const SQL = {
     WITH gone AS (DELETE FROM view_tokens WHERE address_id = $1 AND id = $2 RETURNING address_id)
     SELECT pg_notify('${WAKE_CHANNEL}', address_id) FROM gone`,
 
-  // The common append in one statement (one round trip, its own transaction): the address
-  // is live, has handed out fewer sequences than the capacity (so it cannot be full), and
-  // holds no event with the key. The UPDATE takes the row lock exactly as the full
-  // transaction below does. It returns no row when any condition fails, and the caller
-  // then runs the full transaction, which tells the cases apart. The NOT EXISTS reads the
-  // statement's snapshot, which may predate a racing append that committed while this one
-  // waited for the lock: then the key's unique index refuses the INSERT, the statement
-  // rolls back whole, and the full transaction returns the winner's event.
-  // It also stays under the byte cap ($11, 0 for none) with this event's $10 bytes.
-  appendFast: `
-    WITH bumped AS (
-      UPDATE addresses SET last_sequence = last_sequence + 1, stored_bytes = stored_bytes + $10
-      WHERE id = $2 AND (expires_at IS NULL OR expires_at > $8) AND last_sequence < $9
-        AND ($11 = 0 OR stored_bytes + $10 <= $11)
-        AND ($7::text IS NULL OR NOT EXISTS (
-          SELECT 1 FROM events WHERE address_id = $2 AND key_scope = $12 AND dedupe_key = $7))
-      RETURNING last_sequence
+  // Every append that arrives while the previous batches run, in one statement (one round
+  // trip, one transaction, one WAL flush). `locked` takes the addresses' row locks in id
+  // order, so that batches on any number of instances cannot deadlock one another. Each
+  // address's events are then numbered in arrival order (the input's ordinality) after the
+  // highest sequence it has handed out: an event goes in while the queue cannot be full
+  // (fewer sequences handed out than its capacity, as in the full transaction) and the
+  // bytes stay under the cap, and only while every earlier one of its address went in too
+  // (`fits`, a prefix). Left out, for the full transaction to decide one at a time: an
+  // address that is unknown, deleted or expired at the delivery's time, a key the address
+  // already holds, anything past the caps. The NOT EXISTS reads the statement's snapshot,
+  // which may predate a racing append of the same key that committed while this one
+  // waited for a lock: then the key's unique index refuses the INSERT, the statement
+  // rolls back whole, and every append of the batch runs on its own. The caller sends at
+  // most one append per (address, key): repeats inside a batch wait for the first.
+  appendBatch: `
+    WITH input AS (
+      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                           $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[])
+        WITH ORDINALITY AS t(id, address_id, type, source, data, metadata, dedupe_key,
+                             created_at, size_bytes, capacity, max_bytes, key_scope, n)
+    ),
+    locked AS MATERIALIZED (
+      SELECT id, last_sequence, stored_bytes, expires_at FROM addresses
+      WHERE id = ANY($2::text[]) ORDER BY id FOR UPDATE
+    ),
+    candidates AS (
+      SELECT i.*, l.last_sequence, l.stored_bytes,
+             row_number() OVER w AS k, sum(i.size_bytes) OVER w AS bytes_so_far
+      FROM input i JOIN locked l ON l.id = i.address_id
+      WHERE (l.expires_at IS NULL OR l.expires_at > i.created_at)
+        AND (i.dedupe_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM events e
+          WHERE e.address_id = i.address_id AND e.key_scope = i.key_scope AND e.dedupe_key = i.dedupe_key))
+      WINDOW w AS (PARTITION BY i.address_id ORDER BY i.n ROWS UNBOUNDED PRECEDING)
+    ),
+    accepted AS (
+      SELECT * FROM (
+        SELECT c.*, bool_and(c.last_sequence + c.k <= c.capacity
+                             AND (c.max_bytes = 0 OR c.stored_bytes + c.bytes_so_far <= c.max_bytes))
+                      OVER (PARTITION BY c.address_id ORDER BY c.n ROWS UNBOUNDED PRECEDING) AS fits
+        FROM candidates c
+      ) AS checked
+      WHERE fits
+    ),
+    bumped AS (
+      UPDATE addresses a SET last_sequence = a.last_sequence + per.events, stored_bytes = a.stored_bytes + per.bytes
+      FROM (SELECT address_id, count(*) AS events, sum(size_bytes) AS bytes FROM accepted GROUP BY address_id) AS per
+      WHERE a.id = per.address_id
     ),
     inserted AS (
       INSERT INTO events (${EVENT_COLUMNS}, size_bytes, key_scope)
-      SELECT $1, $2, last_sequence, $3, $4, $5, $6, $7, $8, NULL, $10, $12 FROM bumped
-      RETURNING sequence
+      SELECT id, address_id, last_sequence + k, type, source, data, metadata, dedupe_key, created_at, NULL, size_bytes,
+             key_scope
+      FROM accepted
+      RETURNING id, sequence
     )
-    SELECT sequence FROM inserted`,
+    SELECT id, sequence FROM inserted`,
 
   // The full append transaction, in order. The UPDATE takes the address row lock (held until
   // COMMIT) and hands out the next sequence; it finds no row when the address is unknown,
@@ -353,6 +401,25 @@ function describe(databaseUrl: string): string {
 /** What a transaction's work decides: commit and return, or roll back and return. */
 type Outcome<T> = { commit: T } | { rollback: T };
 
+/** An address look-up waiting for its batch. */
+interface QueuedLookup {
+  id: string;
+  now: number;
+  resolve: (address: AddressRecord | null) => void;
+  reject: (error: unknown) => void;
+}
+
+/** An append waiting for its batch, with what its caller awaits. */
+interface QueuedAppend {
+  input: AppendInput;
+  eventId: string;
+  size: number;
+  capacity: number;
+  maxBytes: number;
+  resolve: (result: AppendResult) => void;
+  reject: (error: unknown) => void;
+}
+
 // --- the engine ------------------------------------------------------------------------
 
 export class PostgresStorage implements Storage {
@@ -366,6 +433,13 @@ export class PostgresStorage implements Storage {
   /** Addresses with an append committed in this turn, to be announced to other instances. */
   private toAnnounce = new Set<string>();
   private announcing: Promise<void> = Promise.resolve();
+  /**
+   * Appends, and address look-ups, that arrive together go as one statement. One waits
+   * for a batch to take it no longer than for a pooled connection (pgConnectTimeoutMs):
+   * then it is `unavailable`, as it would be in a full pool.
+   */
+  private readonly appends: Batches<QueuedAppend>;
+  private readonly addressLookups: Batches<QueuedLookup>;
 
   /**
    * Connects, migrates (safely when several instances start together) and starts listening.
@@ -399,6 +473,19 @@ export class PostgresStorage implements Storage {
   ) {
     if (!config.databaseUrl) throw new Error('PostgresStorage needs DATABASE_URL');
     this.description = describe(config.databaseUrl);
+    const waited = (item: { reject: (error: unknown) => void }) =>
+      item.reject(databaseUnavailable(new Error('no database connection became free in time')));
+    this.appends = new Batches<QueuedAppend>((batch) => this.appendBatch(batch), {
+      ...APPEND_BATCHES,
+      weight: (append) => append.size,
+      maxWaitMs: config.pgConnectTimeoutMs,
+      expire: waited,
+    });
+    this.addressLookups = new Batches<QueuedLookup>((batch) => this.lookUpAddresses(batch), {
+      ...LOOKUP_BATCHES,
+      maxWaitMs: config.pgConnectTimeoutMs,
+      expire: waited,
+    });
     const connection: pg.ClientConfig = {
       connectionString: config.databaseUrl,
       application_name: 'roost',
@@ -452,6 +539,15 @@ export class PostgresStorage implements Storage {
 
   /** One statement on its own (autocommit). */
   private async query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.queryAsIs<R>(text, values);
+    } catch (error) {
+      throw storageError(error);
+    }
+  }
+
+  /** As query, with the database's error as it came (a failed connect is already 503). */
+  private async queryAsIs<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
     for (let attempt = 1; ; attempt++) {
       const db = await this.connect();
       try {
@@ -462,7 +558,7 @@ export class PostgresStorage implements Storage {
         // A connection-level failure destroys the connection rather than pooling it again.
         db.release(isConnectionLost(error) ? (error as Error) : undefined);
         if (attempt < 3 && isRetryable(error)) continue;
-        throw storageError(error);
+        throw error;
       }
     }
   }
@@ -539,9 +635,26 @@ export class PostgresStorage implements Storage {
     }
   }
 
-  async getAddress(id: string, now: number): Promise<AddressRecord | null> {
-    const { rows } = await this.query<AddressRow>(SQL.addressById, [id, now]);
-    return rows[0] ? toAddress(rows[0]) : null;
+  /** Batched (every delivery asks, just before its append): one statement for those that arrive together. */
+  getAddress(id: string, now: number): Promise<AddressRecord | null> {
+    return new Promise((resolve, reject) => this.addressLookups.add({ id, now, resolve, reject }));
+  }
+
+  private async lookUpAddresses(batch: QueuedLookup[]): Promise<void> {
+    try {
+      const { rows } = await this.query<AddressRow & { n: number }>(SQL.addressesById, [
+        batch.map((l) => l.id),
+        batch.map((l) => l.now),
+      ]);
+      const found = new Map<number, AddressRow>();
+      for (const row of rows) found.set(row.n, row);
+      batch.forEach((lookup, i) => {
+        const row = found.get(i + 1);
+        lookup.resolve(row ? toAddress(row) : null);
+      });
+    } catch (error) {
+      for (const lookup of batch) lookup.reject(error);
+    }
   }
 
   async getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null> {
@@ -650,32 +763,117 @@ export class PostgresStorage implements Storage {
 
   // --- events --------------------------------------------------------------------------
 
-  async appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
-    const size = eventSize(input);
-    // Time-led (newEventId): the primary key's index grows at its end.
-    const eventId = input.id ?? newEventId(input.createdAt);
-    try {
-      const { rows } = await this.query<{ sequence: number }>(SQL.appendFast, [
-        eventId,
-        input.addressId,
-        input.type,
-        input.source,
-        input.dataJson,
-        input.metadataJson,
-        input.dedupeKey,
-        input.createdAt,
-        capacity,
-        size,
-        maxBytes,
-        input.keyScope,
-      ]);
-      if (rows[0]) {
-        this.announce(input.addressId);
-        return { status: 'created', event: insertedEvent(input, eventId, rows[0].sequence) };
+  /**
+   * Appends are batched (batches.ts): the appends that arrive while earlier batches run go
+   * together as one statement (SQL.appendBatch). Each promise resolves only after the
+   * COMMIT of the statement or transaction that stored its event.
+   */
+  appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
+    return new Promise<AppendResult>((resolve, reject) => {
+      const size = eventSize(input);
+      // Time-led (newEventId): the primary key's index grows at its end.
+      const eventId = input.id ?? newEventId(input.createdAt);
+      this.appends.add({ input, eventId, size, capacity, maxBytes, resolve, reject });
+    });
+  }
+
+  /**
+   * One batch: its appends in one statement, except a repeat of a key that an earlier
+   * append of the same batch carries (it waits for that one: docs/api.md §3, the first
+   * event wins). What the statement left out runs through the full transaction, one append
+   * at a time, after the batch has committed.
+   */
+  private async appendBatch(batch: QueuedAppend[]): Promise<void> {
+    const first = new Map<string, QueuedAppend>();
+    const sent: QueuedAppend[] = [];
+    const repeats: Array<{ append: QueuedAppend; of: QueuedAppend }> = [];
+    for (const append of batch) {
+      const { addressId, dedupeKey, keyScope } = append.input;
+      if (dedupeKey !== null) {
+        // Keys are matched within their scope (docs/api.md §3.4): the same text from an
+        // email and from HTTP names two deliveries.
+        const key = `${addressId}\u0000${keyScope}\u0000${dedupeKey}`;
+        const earlier = first.get(key);
+        if (earlier) {
+          repeats.push({ append, of: earlier });
+          continue;
+        }
+        first.set(key, append);
       }
-    } catch (error) {
-      if (!isUniqueViolation(error, 'events_by_dedupe_key')) throw error;
+      sent.push(append);
     }
+    const outcomes = new Map<QueuedAppend, Promise<AppendResult>>();
+    let stored = new Map<string, number>();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        stored = await this.insertBatch(sent);
+        break;
+      } catch (error) {
+        // Away or overloaded: every append of the batch would fail alike.
+        if (isUnavailableFailure(error)) {
+          const failure = storageError(error);
+          for (const append of batch) append.reject(failure);
+          return;
+        }
+        // A key that a racing batch committed after this statement's snapshot: the next
+        // try sees it, and leaves that append to the full transaction (a duplicate).
+        if (attempt < 3 && isUniqueViolation(error, 'events_by_dedupe_key')) continue;
+        // Anything else (a value the database refuses) is settled per append, so that
+        // one bad append fails only itself.
+        break;
+      }
+    }
+    for (const append of sent) {
+      const sequence = stored.get(append.eventId);
+      const outcome =
+        sequence === undefined
+          ? this.appendAlone(append)
+          : Promise.resolve<AppendResult>({
+              status: 'created',
+              event: insertedEvent(append.input, append.eventId, sequence),
+            });
+      outcomes.set(append, outcome);
+    }
+    if (stored.size > 0)
+      for (const append of sent) if (stored.has(append.eventId)) this.announce(append.input.addressId);
+    for (const { append, of } of repeats) {
+      const outcome = outcomes.get(of)!.then(
+        (result) =>
+          result.status === 'created' || result.status === 'duplicate'
+            ? { status: 'duplicate' as const, event: result.event }
+            : this.appendAlone(append),
+        () => this.appendAlone(append),
+      );
+      outcomes.set(append, outcome);
+    }
+    for (const append of batch) outcomes.get(append)!.then(append.resolve, append.reject);
+  }
+
+  /** The batch statement: the sequence of each event it stored, by event id. */
+  private async insertBatch(appends: QueuedAppend[]): Promise<Map<string, number>> {
+    const columns: unknown[][] = Array.from({ length: 12 }, () => []);
+    for (const { input, eventId, size, capacity, maxBytes } of appends) {
+      columns[0].push(eventId);
+      columns[1].push(input.addressId);
+      columns[2].push(input.type);
+      columns[3].push(input.source);
+      columns[4].push(input.dataJson);
+      columns[5].push(input.metadataJson);
+      columns[6].push(input.dedupeKey);
+      columns[7].push(input.createdAt);
+      columns[8].push(size);
+      columns[9].push(capacity);
+      columns[10].push(maxBytes);
+      columns[11].push(input.keyScope);
+    }
+    const { rows } = await this.queryAsIs<{ id: string; sequence: number }>(SQL.appendBatch, columns);
+    const stored = new Map<string, number>();
+    for (const row of rows) stored.set(row.id, row.sequence);
+    return stored;
+  }
+
+  /** The full transaction for one append: it tells every case apart (full, duplicate, gone). */
+  private async appendAlone({ input, eventId, size, capacity, maxBytes }: QueuedAppend): Promise<AppendResult> {
     for (let attempt = 1; ; attempt++) {
       try {
         const result = await this.transaction((db) =>

@@ -1,0 +1,203 @@
+// Batched appends on PostgreSQL (docs/api.md §3): two engine instances on one database each
+// send the appends that arrive together as one statement. Bursts on both at once, to the
+// same addresses in opposite orders, with idempotency keys repeated inside one batch, across
+// the two instances' batches and in later batches, must give: no deadlock (batches lock
+// address rows in id order), sequences 1..N per address with no gap and no repeat, exactly
+// one event per key (every repeat answered with it), and exact caps.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../src/config.js';
+import { PostgresStorage } from '../src/storage/postgres.js';
+import type { AppendInput, AppendResult } from '../src/storage/storage.js';
+import { addressRecord, appendInput } from './helpers/records.js';
+import { createTestDatabase, postgresSkipReason, withClient, type TestDatabase } from './helpers/postgres.js';
+
+const skip = await postgresSkipReason();
+
+const ADDRESSES = 8;
+const ROUNDS = 12;
+const CAPACITY = 1000;
+
+interface Sent {
+  input: AppendInput;
+  result: Promise<AppendResult>;
+}
+
+describe('batched appends from two instances on one database', { skip: skip ? `skipped: ${skip}` : false }, () => {
+  let db: TestDatabase;
+  let one: PostgresStorage;
+  let two: PostgresStorage;
+
+  before(async () => {
+    db = await createTestDatabase();
+    const config = loadConfig({ DATABASE_URL: db.url, ROOST_PG_POOL_SIZE: '6' });
+    [one, two] = await Promise.all([PostgresStorage.open(config), PostgresStorage.open(config)]);
+  });
+
+  after(async () => {
+    await Promise.all([one?.close(), two?.close()]);
+    await db?.drop();
+  });
+
+  test('concurrent bursts: no deadlock, no gap, no duplicate, one event per key', async () => {
+    const addresses = Array.from({ length: ADDRESSES }, () => addressRecord());
+    for (const address of addresses) assert.equal(await one.insertAddress(address), 'ok');
+    const ids = addresses.map((a) => a.id);
+    const deadlocksBefore = await deadlocks(db.url);
+    const sent: Sent[] = [];
+    const send = (storage: PostgresStorage, addressId: string, dedupeKey: string | null = null) => {
+      const input = appendInput(addressId, { dedupeKey, dataJson: JSON.stringify({ n: sent.length }) });
+      sent.push({ input, result: storage.appendEvent(input, CAPACITY) });
+    };
+    for (let round = 0; round < ROUNDS; round++) {
+      // Each burst is issued in one turn of the event loop, so each instance batches it.
+      const pending = sent.length;
+      for (let i = 0; i < ids.length; i++) {
+        send(one, ids[i]);
+        send(two, ids[ids.length - 1 - i]);
+        // A key twice in one instance's batch, and once in the other's.
+        const key = `round-${round}-${i}`;
+        send(one, ids[i], key);
+        send(one, ids[i], key);
+        send(two, ids[i], key);
+        // A key from the previous round again: its event is already committed (or racing).
+        if (round > 0) send(two, ids[(i + 3) % ids.length], `round-${round - 1}-${(i + 3) % ids.length}`);
+      }
+      await Promise.all(sent.slice(pending).map((s) => s.result));
+    }
+    const results = await Promise.all(sent.map((s) => s.result));
+
+    // Exactly one created event per key; every other append with that key answers with it.
+    const byKey = new Map<string, Array<{ input: AppendInput; result: AppendResult }>>();
+    for (let i = 0; i < sent.length; i++) {
+      const { input } = sent[i];
+      if (input.dedupeKey === null) {
+        assert.equal(results[i].status, 'created');
+        continue;
+      }
+      const key = `${input.addressId}/${input.dedupeKey}`;
+      byKey.set(key, [...(byKey.get(key) ?? []), { input, result: results[i] }]);
+    }
+    assert.equal(byKey.size, ROUNDS * ADDRESSES);
+    for (const [key, appends] of byKey) {
+      const created = appends.filter((a) => a.result.status === 'created');
+      assert.equal(created.length, 1, `one event for ${key}`);
+      const winner = (created[0].result as { event: { id: string; sequence: number } }).event;
+      for (const { result } of appends) {
+        assert.ok(result.status === 'created' || result.status === 'duplicate', `${key}: ${result.status}`);
+        assert.equal(result.event.id, winner.id);
+        assert.equal(result.event.sequence, winner.sequence);
+      }
+    }
+
+    // Per address: sequences 1..N, each the one its 202 carried.
+    for (const id of ids) {
+      const createdHere = results.filter(
+        (r): r is Extract<AppendResult, { status: 'created' }> => r.status === 'created' && r.event.addressId === id,
+      );
+      const { events } = await one.listEvents(id, 0, CAPACITY);
+      assert.deepEqual(
+        events.map((e) => e.sequence),
+        Array.from({ length: createdHere.length }, (_, i) => i + 1),
+        `gapless sequences for ${id}`,
+      );
+      const stored = new Map(events.map((e) => [e.id, e.sequence]));
+      for (const r of createdHere) assert.equal(stored.get(r.event.id), r.event.sequence);
+    }
+
+    // The appends did go together: far fewer transactions than events.
+    const { events, transactions } = await withClient(db.url, async (client) => {
+      const { rows } = await client.query<{ events: number; transactions: number }>(
+        'SELECT count(*)::int AS events, count(DISTINCT xmin::text)::int AS transactions FROM events',
+      );
+      return rows[0];
+    });
+    assert.ok(transactions * 4 <= events, `${events} events in ${transactions} transactions`);
+
+    // A deadlock would have been resolved by PostgreSQL aborting one batch (and the engine
+    // running it again): the database's counter shows it. Backends report it as they end.
+    await Promise.all([one.close(), two.close()]);
+    assert.equal(await deadlocks(db.url), deadlocksBefore, 'no deadlock between the batches');
+  });
+});
+
+describe('caps under batched appends', { skip: skip ? `skipped: ${skip}` : false }, () => {
+  let db: TestDatabase;
+  let one: PostgresStorage;
+  let two: PostgresStorage;
+
+  before(async () => {
+    db = await createTestDatabase();
+    const config = loadConfig({ DATABASE_URL: db.url });
+    [one, two] = await Promise.all([PostgresStorage.open(config), PostgresStorage.open(config)]);
+  });
+
+  after(async () => {
+    await Promise.all([one?.close(), two?.close()]);
+    await db?.drop();
+  });
+
+  test('a burst past the capacity: exactly capacity events, the rest queue_full', async () => {
+    const address = addressRecord();
+    await one.insertAddress(address);
+    const capacity = 25;
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? one : two).appendEvent(appendInput(address.id), capacity)),
+    );
+    assert.equal(results.filter((r) => r.status === 'created').length, capacity);
+    assert.equal(results.filter((r) => r.status === 'queue_full').length, 40 - capacity);
+    const { events } = await one.listEvents(address.id, 0, 100);
+    assert.deepEqual(
+      events.map((e) => e.sequence),
+      Array.from({ length: capacity }, (_, i) => i + 1),
+    );
+  });
+
+  test('a burst past the byte cap: exactly what fits, the rest bytes_full; acknowledged events make room', async () => {
+    const address = addressRecord();
+    await one.insertAddress(address);
+    const input = () => appendInput(address.id, { dataJson: JSON.stringify({ pad: 'x'.repeat(80) }) });
+    const size = Buffer.byteLength(input().dataJson) + 'message.received'.length + 'https'.length;
+    const maxBytes = size * 7 + size / 2;
+    const burst = () =>
+      Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? one : two).appendEvent(input(), 1000, maxBytes)));
+    let results = await burst();
+    assert.equal(results.filter((r) => r.status === 'created').length, 7);
+    assert.equal(results.filter((r) => r.status === 'bytes_full').length, 5);
+    // Three acknowledged: the next burst evicts them (oldest first) and takes their place.
+    assert.equal(await one.ackUpTo(address.id, 3, Date.now()), 3);
+    results = await burst();
+    assert.equal(results.filter((r) => r.status === 'created').length, 3);
+    const { events } = await one.listEvents(address.id, 0, 100);
+    assert.deepEqual(
+      events.map((e) => e.sequence),
+      [4, 5, 6, 7, 8, 9, 10],
+    );
+  });
+
+  test('appends to a deleted address in a batch answer address_not_found; the rest of the batch goes in', async () => {
+    const live = addressRecord();
+    const gone = addressRecord();
+    await one.insertAddress(live);
+    await one.insertAddress(gone);
+    assert.equal(await one.deleteAddress(gone.id), true);
+    const results = await Promise.all([
+      one.appendEvent(appendInput(live.id), 1000),
+      one.appendEvent(appendInput(gone.id), 1000),
+      one.appendEvent(appendInput(live.id), 1000),
+    ]);
+    assert.deepEqual(
+      results.map((r) => (r.status === 'created' ? r.event.sequence : r.status)),
+      [1, 'address_not_found', 2],
+    );
+  });
+});
+
+async function deadlocks(url: string): Promise<number> {
+  return withClient(url, async (client) => {
+    const { rows } = await client.query<{ deadlocks: string }>(
+      'SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()',
+    );
+    return Number(rows[0].deadlocks);
+  });
+}
