@@ -367,7 +367,7 @@ const SQL = {
 /**
  * The engine's statements run as named prepared statements: each pooled connection parses
  * and plans one once instead of on every call. Planning the append's statement was most of
- * PostgreSQL's CPU per delivery (bench: ~2.5k → ~3.5k req/s on one instance). Migrations and
+ * PostgreSQL's CPU per delivery (BENCHMARKS.md, History). Migrations and
  * other one-off SQL stay unnamed.
  */
 const STATEMENT_NAMES = new Map<string, string>(Object.entries(SQL).map(([key, text]) => [text, `roost_${key}`]));
