@@ -223,6 +223,26 @@ describe('roost CLI', () => {
     assert.equal(events[0].address_id, created.address.id);
   });
 
+  test('events --unacked prints only what is not acknowledged; a cursor past the end is warned about', async () => {
+    const { inbox } = await createSaved('unacked.json');
+    for (const n of [1, 2, 3]) assert.equal((await run(['send', inbox, '--data', `{"n":${n}}`])).code, 0);
+    const first = await run(['events', '--credentials', 'unacked.json', '--limit', '1', '--ack']);
+    assert.equal(first.code, 0, first.stderr);
+    const unacked = await run(['events', '--credentials', 'unacked.json', '--unacked']);
+    assert.equal(unacked.code, 0, unacked.stderr);
+    assert.deepEqual(
+      unacked.stdout
+        .trim()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as Event).data),
+      [{ n: 2 }, { n: 3 }],
+    );
+    const lost = await run(['events', '--credentials', 'unacked.json', '--after', '999']);
+    assert.equal(lost.code, 0, lost.stderr);
+    assert.equal(lost.stdout, '');
+    assert.match(lost.stderr, /--after 999 is past the latest sequence 3/);
+  });
+
   test('events --wait holds until an event arrives, prints it and --ack acknowledges it', async () => {
     const { inbox } = await createSaved('wait.json');
     const waiting = start(['events', '--credentials', 'wait.json', '--wait', '20', '--ack']);
