@@ -1,5 +1,5 @@
 // The layers of src/ (README.md § Layout): transports (http, mcp, smtp) → core → storage,
-// and nothing imports back up. `npm run lint` runs this check.
+// and nothing imports back up. `npm run lint` runs this check (scripts/check-layers.js).
 const TRANSPORTS = '^src/(http|mcp|smtp)/';
 const ENTRY_POINTS = '^src/(cli|server|index)[.]ts$';
 const CORE = '^src/(core/|config[.]ts$|(|credential-|sender-)schemas[.]ts$)';
