@@ -4,9 +4,12 @@
 // refused or marked over their exact bytes.
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { sign } from '@octokit/webhooks-methods';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -16,6 +19,8 @@ import { SecretBox, SecretKeyMismatch } from '../src/core/secret-box.js';
 import { PROVIDER_NAMES } from '../src/core/senders/provider.js';
 import { assertError, createAddress, listEvents, request, type CreatedAddress } from './helpers/http.js';
 import { ENGINES, engineSkipReason, startTestServer, type TestServer } from './helpers/server.js';
+
+const execFileAsync = promisify(execFile);
 
 /** Every row of the senders table as text, read from the database itself. */
 async function senderRows(server: TestServer): Promise<string> {
@@ -483,6 +488,38 @@ describe('the server key', () => {
       }
     } finally {
       await first.close(); // removes the folder
+    }
+  });
+
+  it('is generated once when several processes start at the same moment: each reads the whole key that won', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'roost-key-'));
+    try {
+      for (let round = 0; round < 3; round++) {
+        const keyPath = join(dir, `secret-${round}.key`);
+        const startAt = Date.now() + 1500;
+        // Each process waits for the same instant, then asks for the key.
+        const script = `
+          import { keyFromFile } from ${JSON.stringify(new URL('../src/core/secret-box.ts', import.meta.url).href)};
+          while (Date.now() < ${startAt});
+          const { key, generated } = keyFromFile(${JSON.stringify(keyPath)});
+          process.stdout.write(JSON.stringify({ key: key.toString('base64'), generated }));`;
+        const runs = await Promise.all(
+          Array.from({ length: 6 }, () =>
+            execFileAsync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script]),
+          ),
+        );
+        const answers = runs.map((run) => JSON.parse(run.stdout) as { key: string; generated: boolean });
+        assert.equal(answers.filter((a) => a.generated).length, 1, 'exactly one process generated it');
+        assert.equal(new Set(answers.map((a) => a.key)).size, 1, 'all hold the same key');
+        assert.equal(readFileSync(keyPath, 'utf8').trim(), answers[0].key);
+      }
+      assert.deepEqual(
+        readdirSync(dir).filter((name) => !/^secret-\d\.key$/.test(name)),
+        [],
+        'no draft left behind',
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

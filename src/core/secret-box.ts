@@ -3,7 +3,17 @@
 // data directory) by AES-256-GCM, a fresh random nonce per value, and bound to where they
 // belong (the address and the field) so that a sealed value copied elsewhere does not open.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 
 /** The server key's length: AES-256. */
@@ -68,27 +78,45 @@ export class SecretBox {
 }
 
 /**
- * The key in `path`, written there (mode 0600, created exclusively) when the file does not
- * exist yet: the first start generates it, later ones reuse it. `generated` says which.
+ * The key in `path`, written there (mode 0600) when the file does not exist yet: the first
+ * start generates it, later ones reuse it. `generated` says which. The key is written whole
+ * to a file of this process's own and then linked into place, which fails when `path` exists:
+ * of processes starting at once one key wins and every one of them reads it, complete (never
+ * a file half written, nor an empty one left by a crash).
  */
 export function keyFromFile(path: string): { key: Buffer; generated: boolean } {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, 'wx', 0o600);
-  } catch (error) {
-    if ((error as { code?: string }).code !== 'EEXIST') throw error;
+  if (!existsSync(path)) {
+    const key = randomBytes(SECRET_KEY_BYTES);
+    const draft = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+    const fd = openSync(draft, 'wx', 0o600);
+    try {
+      writeSync(fd, `${key.toString('base64')}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      linkSync(draft, path);
+      syncDirectory(dirname(path));
+      return { key, generated: true };
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'EEXIST') throw error;
+    } finally {
+      unlinkSync(draft);
+    }
   }
-  if (fd === undefined) {
-    const key = parseSecretKey(readFileSync(path, 'utf8'));
-    if (!key) throw new Error(`${path} does not hold a ${SECRET_KEY_BYTES}-byte key in base64`);
-    return { key, generated: false };
-  }
-  const key = randomBytes(SECRET_KEY_BYTES);
+  const key = parseSecretKey(readFileSync(path, 'utf8'));
+  if (!key) throw new Error(`${path} does not hold a ${SECRET_KEY_BYTES}-byte key in base64`);
+  return { key, generated: false };
+}
+
+/** The new name survives a power cut only once its directory is on disk too. */
+function syncDirectory(path: string): void {
+  const fd = openSync(path, 'r');
   try {
-    writeSync(fd, `${key.toString('base64')}\n`);
+    fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
-  return { key, generated: true };
 }
