@@ -3,48 +3,89 @@
 // answers 202, and answers the events route with a page handed to it by the bench, or,
 // with ?wait=N, holds it in memory until a delivery to its address.
 // With --smtp it also runs a bare smtp-server sink that parses each message with
-// mailparser and drops it.
+// mailparser and drops it. With --node-http the same two routes are served by node:http
+// alone, no framework: what Node's HTTP server itself costs per held poll (BENCHMARKS.md).
 import Fastify from 'fastify';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { serveIpc } from './processes.js';
 
-const { values } = parseArgs({ options: { smtp: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: { smtp: { type: 'boolean', default: false }, 'node-http': { type: 'boolean', default: false } },
+});
 
-const app = Fastify();
 let page: unknown = { events: [], next_cursor: 0, has_more: false };
 // Long-polls held in memory, for the held-polls figure: ?wait=N holds the request until a
 // delivery to its address (answered with that one event) or N seconds.
 const held = new Map<string, Array<(event: unknown) => void>>();
 let heldCount = 0;
-app.post<{ Params: { addressId: string } }>('/api/v1/inbox/:addressId/:secret', async (request, reply) => {
-  const event = { sequence: 1, data: request.body };
-  const waiting = held.get(request.params.addressId);
-  held.delete(request.params.addressId);
+
+function deliver(addressId: string, body: unknown): unknown {
+  const event = { sequence: 1, data: body };
+  const waiting = held.get(addressId);
+  held.delete(addressId);
   for (const wake of waiting ?? []) wake(event);
-  return reply.code(202).send({ event: request.body, duplicate: false });
-});
-app.get<{ Params: { addressId: string }; Querystring: { wait?: string } }>(
-  '/api/v1/addresses/:addressId/events',
-  async (request) => {
-    const wait = Number(request.query.wait ?? 0);
-    if (wait <= 0) return page;
-    const event = await new Promise<unknown>((resolve) => {
-      const timer = setTimeout(() => resolve(null), wait * 1000);
-      const list = held.get(request.params.addressId) ?? [];
-      held.set(request.params.addressId, list);
-      heldCount++;
-      list.push((woken) => {
-        clearTimeout(timer);
-        resolve(woken);
-      });
+  return { event: body, duplicate: false };
+}
+
+async function events(addressId: string, wait: number): Promise<unknown> {
+  if (wait <= 0) return page;
+  const event = await new Promise<unknown>((resolve) => {
+    const timer = setTimeout(() => resolve(null), wait * 1000);
+    const list = held.get(addressId) ?? [];
+    held.set(addressId, list);
+    heldCount++;
+    list.push((woken) => {
+      clearTimeout(timer);
+      resolve(woken);
     });
-    heldCount--;
-    return { events: event ? [event] : [], next_cursor: 1, has_more: false };
-  },
-);
-await app.listen({ port: 0, host: '127.0.0.1' });
-const address = app.server.address();
-const port = typeof address === 'object' && address ? address.port : 0;
+  });
+  heldCount--;
+  return { events: event ? [event] : [], next_cursor: 1, has_more: false };
+}
+
+function fastifyServer() {
+  const app = Fastify();
+  app.post<{ Params: { addressId: string } }>('/api/v1/inbox/:addressId/:secret', async (request, reply) =>
+    reply.code(202).send(deliver(request.params.addressId, request.body)),
+  );
+  app.get<{ Params: { addressId: string }; Querystring: { wait?: string } }>(
+    '/api/v1/addresses/:addressId/events',
+    (request) => events(request.params.addressId, Number(request.query.wait ?? 0)),
+  );
+  return app;
+}
+
+const INBOX = /^\/api\/v1\/inbox\/([^/]+)\/[^/?]+$/;
+const EVENTS = /^\/api\/v1\/addresses\/([^/]+)\/events(?:\?(.*))?$/;
+
+function nodeHttpServer(): http.Server {
+  const answer = (res: http.ServerResponse, status: number, body: unknown) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  };
+  return http.createServer((req, res) => {
+    const url = req.url ?? '';
+    const inbox = req.method === 'POST' ? INBOX.exec(url) : null;
+    const list = req.method === 'GET' ? EVENTS.exec(url) : null;
+    if (inbox) {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => answer(res, 202, deliver(inbox[1], JSON.parse(Buffer.concat(chunks).toString('utf8')))));
+    } else if (list) {
+      const wait = Number(new URLSearchParams(list[2] ?? '').get('wait') ?? 0);
+      void events(list[1], wait).then((body) => answer(res, 200, body));
+    } else answer(res, 404, { error: { code: 'not_found' } });
+  });
+}
+
+const app = values['node-http'] ? null : fastifyServer();
+const server = app ? app.server : nodeHttpServer();
+if (app) await app.listen({ port: 0, host: '127.0.0.1' });
+else await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+const port = (server.address() as AddressInfo).port;
 
 let smtpPort: number | null = null;
 if (values.smtp) {
@@ -62,7 +103,8 @@ serveIpc(async (message) => {
     case 'memory':
       return { ...process.memoryUsage(), spaces: {} };
     case 'stop':
-      await app.close();
+      if (app) await app.close();
+      else server.closeAllConnections();
       process.exit(0);
   }
   return null;

@@ -8,13 +8,14 @@
 //   npm run bench -- --profile DIR    also write CPU profiles of Roost in each measured phase
 //   npm run bench -- --only polls --heap-snapshots DIR   heap snapshots idle and holding the polls
 //   npm run bench -- --no-references  ingest without its reference runs (LOG_LEVEL=warn, no group commit, NORMAL)
+//   npm run bench -- --node-args=--max-semi-space-size=16   Roost's servers with these node flags
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createAddresses, fill, roostEnv } from './fixtures.js';
 import { baselineInboxes, measureIngest } from './ingest.js';
-import { measureHeldPolls } from './held-polls.js';
+import { measureHeldPolls, type HeldPollsResult } from './held-polls.js';
 import { meanLoad, percentile, type LoadResult } from './load.js';
 import { measureFsync } from './disk.js';
 import { describeMachine, loadAverage } from './machine.js';
@@ -33,8 +34,11 @@ const { values } = parseArgs({
     'heap-snapshots': { type: 'string' },
     'no-references': { type: 'boolean', default: false },
     connections: { type: 'string', default: '50' },
+    // Node flags for Roost's server processes only, e.g. --node-args=--max-semi-space-size=16.
+    'node-args': { type: 'string' },
   },
 });
+const roostNodeArgs = values['node-args'] ? values['node-args'].split(' ') : [];
 const quick = values.quick;
 const connections = Number(values.connections);
 const ALL = ['ingest', 'wake', 'polls', 'reading', 'smtp', 'prefilled', 'postgres'];
@@ -78,7 +82,8 @@ const freshDb = () => join(work, `roost-${++dbCount}.db`);
 const children: BenchChild[] = [];
 
 async function start(entry: string, options: Parameters<typeof startChild>[1] = {}): Promise<BenchChild> {
-  const child = await startChild(entry, options);
+  const nodeArgs = entry === 'bench/server.ts' ? roostNodeArgs : [];
+  const child = await startChild(entry, { ...options, nodeArgs: [...nodeArgs, ...(options.nodeArgs ?? [])] });
   children.push(child);
   return child;
 }
@@ -99,6 +104,11 @@ function report(line: string): void {
 function loadLine(label: string, r: LoadResult, unit = 'req/s', baseline?: LoadResult): string {
   const ratio = baseline ? `  ×${(r.rps / baseline.rps).toFixed(2)} of baseline` : '';
   return `${label.padEnd(44)} ${fmt(r.rps).padStart(8)} ${unit}  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}${ratio}`;
+}
+
+function heldBaselineLine(label: string, held: HeldPollsResult): string {
+  const perPoll = ((held.rssHoldingMiB - held.rssIdleMiB) * 1024) / held.polls;
+  return `${label.padEnd(44)} RSS ${fmt(held.rssIdleMiB, 1)} → ${fmt(held.rssHoldingMiB, 1)} MiB (${fmt(perPoll, 1)} KiB per poll); all answered ${fmt(held.allWokenMs)} ms after the first send, wrong answers ${held.wrong}`;
 }
 
 interface CommitStats {
@@ -151,7 +161,7 @@ async function main(): Promise<void> {
   const js = compileServers();
   report(`Roost benchmarks — ${describeMachine()}`);
   report(
-    `servers run as ${js ? 'compiled JavaScript (as npm start)' : 'TypeScript through tsx (compiling failed)'}, each in its own process`,
+    `servers run as ${js ? 'compiled JavaScript (as npm start)' : 'TypeScript through tsx (compiling failed)'}, each in its own process${roostNodeArgs.length ? `; Roost with node ${roostNodeArgs.join(' ')}` : ''}`,
   );
   report(
     `load average at start: ${loadAverage()}; ${connections} connections; ${timing.durationS} s per figure after ${timing.warmupS} s warm-up${quick ? ' (quick run)' : ''}`,
@@ -280,9 +290,15 @@ async function main(): Promise<void> {
         // The same polls held by bare Fastify in memory (no storage, logger or checks): what
         // a socket, a request and a promise cost on this Node, and how fast it answers them.
         const bareHeld = await measureHeldPolls(baseline, baselineInboxes(POLL_ADDRESSES), POLLS_PER_ADDRESS);
-        report(
-          `${'baseline: bare Fastify holding them'.padEnd(44)} RSS ${fmt(bareHeld.rssIdleMiB, 1)} → ${fmt(bareHeld.rssHoldingMiB, 1)} MiB (${fmt(((bareHeld.rssHoldingMiB - bareHeld.rssIdleMiB) * 1024) / bareHeld.polls, 1)} KiB per poll); all answered ${fmt(bareHeld.allWokenMs)} ms after the first send, wrong answers ${bareHeld.wrong}`,
-        );
+        report(heldBaselineLine('baseline: bare Fastify holding them', bareHeld));
+        // Node's HTTP server alone, no framework: the floor of any server built on node:http.
+        const nodeHttp = await start('bench/baseline.ts', { args: ['--node-http'] });
+        try {
+          const floor = await measureHeldPolls(nodeHttp, baselineInboxes(POLL_ADDRESSES), POLLS_PER_ADDRESS);
+          report(heldBaselineLine('floor: bare node:http holding them', floor));
+        } finally {
+          await stop(nodeHttp);
+        }
         report(`${'opened and registered in'.padEnd(44)} ${fmt(held.openS, 2)} s`);
         report(
           `${'server RSS idle → holding'.padEnd(44)} ${fmt(held.rssIdleMiB, 1)} MiB → ${fmt(held.rssHoldingMiB, 1)} MiB (${fmt(((held.rssHoldingMiB - held.rssIdleMiB) * 1024) / held.polls, 1)} KiB per poll)`,
