@@ -74,6 +74,7 @@ try {
           1000,
           0,
           'http',
+          null,
         ];
       });
       writes.appendBatch(batch);

@@ -4,6 +4,7 @@
 // append does to the rest of its batch. Real files.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,7 @@ import { SqliteStorage } from '../src/storage/sqlite.js';
 import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
 import { newEventId } from '../src/storage/event-ids.js';
 import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite-write-transactions.js';
-import type { AppendInput } from '../src/storage/storage.js';
+import type { AppendInput, EmailPart } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 
 const event = (addressId: string, dataJson = '{}') => appendInput(addressId, { dataJson });
@@ -194,6 +195,35 @@ describe('SQLite group commit: a failed append in a batch', () => {
     assert.deepEqual(sequences(a.id), [1, 2], 'its eviction was undone with it');
     assert.deepEqual(writes.appendBatch([tuple(appendInput(a.id), 2)]), [{ status: 'created', sequence: 3 }]);
     assert.deepEqual(sequences(a.id), [2, 3]);
+  });
+
+  test('an email whose parts fail fails alone, its event undone with them; the appends around it commit', () => {
+    const a = addressRecord();
+    writes.insertAddress(a);
+    db.exec(
+      `CREATE TEMP TRIGGER refuse_attachment BEFORE INSERT ON email_parts WHEN NEW.part = 0 BEGIN SELECT RAISE(ABORT, 'refused'); END`,
+    );
+    const part = (n: number, text: string): EmailPart => ({
+      part: n,
+      sha256: createHash('sha256').update(text).digest('hex'),
+      contentType: 'text/plain',
+      filename: null,
+      bytes: Buffer.from(text),
+    });
+    const email = appendInput(a.id, {
+      keyScope: 'email',
+      dedupeKey: '<m@x>',
+      parts: [part(-1, 'raw'), part(0, 'att')],
+    });
+    const outcomes = writes.appendBatch([tuple(appendInput(a.id)), tuple(email), tuple(appendInput(a.id))]);
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['created', 'failed', 'created'],
+    );
+    assert.deepEqual(sequences(a.id), [1, 2]);
+    const count = (table: string) => db.prepare<[], { n: number }>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
+    assert.equal(count('email_parts'), 0, 'not even the raw part, written before the refused one');
+    assert.equal(count('email_blobs'), 0);
   });
 
   test('a failure that ends the transaction fails the whole batch, and nothing of it is durable', () => {

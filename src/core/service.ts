@@ -79,7 +79,7 @@ export interface DeliveryInput {
   dedupe_key?: string;
   /** Data that names its own event (email attachment URLs): called with the new event's id, instead of `data`. */
   dataFor?: (eventId: string) => unknown;
-  /** Bytes stored beside the event (email attachments, the raw message), before it is announced. */
+  /** Bytes stored beside the event (email attachments, the raw message), in its own transaction. */
   parts?: EmailPart[];
 }
 
@@ -597,13 +597,11 @@ export class RoostService {
         // docs/api.md §3: an HTTP delivery's key never finds an email, nor an email's an HTTP delivery.
         keyScope: transport === 'email' ? 'email' : 'http',
         createdAt,
+        parts: input.parts,
       },
       EVENT_CAPACITY,
       this.config.maxBytesPerAddress,
     );
-    // A repeat stores them too: the first try may have ended between its event and its parts.
-    if (input.parts && (result.status === 'created' || result.status === 'duplicate'))
-      await this.storage.putEmailParts(result.event.id, input.parts);
     this.metrics.deliveries.inc({ transport, outcome: result.status });
     switch (result.status) {
       case 'created':

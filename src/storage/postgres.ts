@@ -280,6 +280,17 @@ const SQL = {
   evict: 'DELETE FROM events WHERE id = $1 RETURNING size_bytes',
   insertEvent: `
     INSERT INTO events (${EVENT_COLUMNS}, size_bytes, key_scope) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10, $11)`,
+
+  // An email's parts (migration 4), in its append's transaction. A blob already held is not
+  // sent again (a message to several addresses, a repeat); the parts of a repeat that its
+  // event has already are kept as they are.
+  blobsHeld: 'SELECT sha256 FROM email_blobs WHERE sha256 = ANY($1::text[])',
+  insertBlob: 'INSERT INTO email_blobs (sha256, bytes) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING',
+  insertParts: `
+    INSERT INTO email_parts (event_id, part, sha256, content_type, filename)
+    SELECT $1, t.part, t.sha256, t.content_type, t.filename
+    FROM unnest($2::integer[], $3::text[], $4::text[], $5::text[]) AS t(part, sha256, content_type, filename)
+    ON CONFLICT (event_id, part) DO NOTHING`,
   // The wake-ups of the appends committed in one turn of the event loop, sent after their
   // commits in a transaction of their own (see the top of this file).
   announce: `SELECT pg_notify('${WAKE_CHANNEL}', id) FROM unnest($1::text[]) AS id`,
@@ -409,13 +420,17 @@ interface QueuedLookup {
   reject: (error: unknown) => void;
 }
 
-/** An append waiting for its batch, with what its caller awaits. */
-interface QueuedAppend {
+/** One append, with its event's id and size. */
+interface Append {
   input: AppendInput;
   eventId: string;
   size: number;
   capacity: number;
   maxBytes: number;
+}
+
+/** An append waiting for its batch, with what its caller awaits. */
+interface QueuedAppend extends Append {
   resolve: (result: AppendResult) => void;
   reject: (error: unknown) => void;
 }
@@ -769,12 +784,19 @@ export class PostgresStorage implements Storage {
    * COMMIT of the statement or transaction that stored its event.
    */
   appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
-    return new Promise<AppendResult>((resolve, reject) => {
-      const size = eventSize(input);
-      // Time-led (newEventId): the primary key's index grows at its end.
-      const eventId = input.id ?? newEventId(input.createdAt);
-      this.appends.add({ input, eventId, size, capacity, maxBytes, resolve, reject });
-    });
+    // Time-led (newEventId): the primary key's index grows at its end.
+    const append: Append = {
+      input,
+      eventId: input.id ?? newEventId(input.createdAt),
+      size: eventSize(input),
+      capacity,
+      maxBytes,
+    };
+    // An email goes in a transaction of its own with its parts, whose bytes travel there as
+    // binary parameters; in the batch's statement they would be bytea[] text, twice as
+    // large, and up to megabytes of them would hold up every append sent with them.
+    if (input.parts) return this.appendAlone(append);
+    return new Promise<AppendResult>((resolve, reject) => this.appends.add({ ...append, resolve, reject }));
   }
 
   /**
@@ -873,7 +895,7 @@ export class PostgresStorage implements Storage {
   }
 
   /** The full transaction for one append: it tells every case apart (full, duplicate, gone). */
-  private async appendAlone({ input, eventId, size, capacity, maxBytes }: QueuedAppend): Promise<AppendResult> {
+  private async appendAlone({ input, eventId, size, capacity, maxBytes }: Append): Promise<AppendResult> {
     for (let attempt = 1; ; attempt++) {
       try {
         const result = await this.transaction((db) =>
@@ -899,13 +921,28 @@ export class PostgresStorage implements Storage {
     maxBytes: number,
     size: number,
   ): Promise<Outcome<AppendResult>> {
+    const { parts } = input;
+    if (parts && input.dedupeKey !== null) {
+      // A repeat of an email commits the parts its event may lack (one stored by a version
+      // that wrote them apart), so its key is looked up under the address row lock before
+      // a sequence is handed out: a repeat must not use one up.
+      const live = await db.query(statement(SQL.lockLiveAddress, [input.addressId, input.createdAt]));
+      if (live.rowCount === 0) return { rollback: { status: 'address_not_found' } };
+      const held = await db.query<EventRow>(
+        statement(SQL.eventByKey, [input.addressId, input.dedupeKey, input.keyScope]),
+      );
+      if (held.rows[0]) {
+        await this.insertParts(db, held.rows[0].id, parts);
+        return { commit: { status: 'duplicate', event: toEvent(held.rows[0]) } };
+      }
+    }
     const bumped = await db.query<{ last_sequence: number; stored_bytes: string }>(
       statement(SQL.bumpSequence, [input.addressId, input.createdAt]),
     );
     if (bumped.rows.length === 0) return { rollback: { status: 'address_not_found' } };
     const sequence = bumped.rows[0].last_sequence;
     const held = Number(bumped.rows[0].stored_bytes);
-    if (input.dedupeKey !== null) {
+    if (input.dedupeKey !== null && !parts) {
       const held = await db.query<EventRow>(
         statement(SQL.eventByKey, [input.addressId, input.dedupeKey, input.keyScope]),
       );
@@ -956,7 +993,32 @@ export class PostgresStorage implements Storage {
         input.keyScope,
       ]),
     );
+    if (parts) await this.insertParts(db, eventId, parts);
     return { commit: { status: 'created', event: insertedEvent(input, eventId, sequence) } };
+  }
+
+  /** Stores an event's email parts in the caller's transaction, keeping any it has already. */
+  private async insertParts(db: pg.PoolClient, eventId: string, parts: readonly EmailPart[]): Promise<void> {
+    // In sha256 order: transactions that store the same blobs take their locks alike.
+    const digests = [...new Set(parts.map((p) => p.sha256))].sort();
+    const held = await db.query<{ sha256: string }>(statement(SQL.blobsHeld, [digests]));
+    const present = new Set(held.rows.map((r) => r.sha256));
+    for (const digest of digests) {
+      if (present.has(digest)) continue;
+      const { bytes } = parts.find((p) => p.sha256 === digest)!;
+      await db.query(
+        statement(SQL.insertBlob, [digest, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)]),
+      );
+    }
+    await db.query(
+      statement(SQL.insertParts, [
+        eventId,
+        parts.map((p) => p.part),
+        parts.map((p) => p.sha256),
+        parts.map((p) => p.contentType),
+        parts.map((p) => p.filename),
+      ]),
+    );
   }
 
   /**
@@ -1022,34 +1084,6 @@ export class PostgresStorage implements Storage {
   }
 
   // --- email parts (migration 4) -------------------------------------------------------
-
-  async putEmailParts(eventId: string, parts: EmailPart[]): Promise<boolean> {
-    return this.transaction<boolean>(async (db) => {
-      // The event row is held (its key locked) so that it cannot go while its parts arrive.
-      const event = await db.query('SELECT 1 FROM events WHERE id = $1 FOR KEY SHARE', [eventId]);
-      if (event.rowCount === 0) return { rollback: false };
-      const digests = [...new Set(parts.map((p) => p.sha256))];
-      const held = await db.query<{ sha256: string }>('SELECT sha256 FROM email_blobs WHERE sha256 = ANY($1)', [
-        digests,
-      ]);
-      const present = new Set(held.rows.map((r) => r.sha256));
-      for (const part of parts) {
-        if (!present.has(part.sha256)) {
-          await db.query('INSERT INTO email_blobs (sha256, bytes) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING', [
-            part.sha256,
-            Buffer.from(part.bytes.buffer, part.bytes.byteOffset, part.bytes.byteLength),
-          ]);
-          present.add(part.sha256);
-        }
-        await db.query(
-          `INSERT INTO email_parts (event_id, part, sha256, content_type, filename) VALUES ($1, $2, $3, $4, $5)
-           ON CONFLICT (event_id, part) DO NOTHING`,
-          [eventId, part.part, part.sha256, part.contentType, part.filename],
-        );
-      }
-      return { commit: true };
-    });
-  }
 
   async getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null> {
     const { rows } = await this.query<{ sha256: string; contentType: string; filename: string | null; bytes: Buffer }>(

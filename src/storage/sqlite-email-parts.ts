@@ -1,44 +1,30 @@
-// The SQL of email parts on SQLite (migration 7): written by the writer thread, read on the
-// event loop's connection. A part row points at its event by the event's key, which the
-// event's id leads to through its millisecond's range or unplaced_event_ids (event-ids.ts).
+// The SQL of email parts on SQLite (migration 7): written by the writer thread inside the
+// transaction that appends their event (sqlite-write-transactions.ts), read on the event
+// loop's connection. A part row points at its event by the event's key.
 import type Database from 'better-sqlite3';
-import { firstKeyOf, KEYS_PER_MS, msOfId } from './event-ids.js';
 import type { EmailPart } from './storage.js';
 
 export class SqliteEmailPartWrites {
   private readonly sql;
-  private readonly put: Database.Transaction<(eventId: string, parts: EmailPart[]) => boolean>;
 
   constructor(db: Database.Database) {
     this.sql = {
-      keyInRange: db.prepare<[number, number, string], { key: number }>(
-        'SELECT key FROM events WHERE key >= ? AND key < ? AND id = ?',
-      ),
-      keyUnplaced: db.prepare<[string], { key: number }>(
-        'SELECT event_key AS key FROM unplaced_event_ids WHERE id = ?',
-      ),
       insertBlob: db.prepare('INSERT OR IGNORE INTO email_blobs (sha256, bytes) VALUES (?, ?)'),
       insertPart: db.prepare(
         'INSERT OR IGNORE INTO email_parts (event_key, part, event_id, sha256, content_type, filename) VALUES (?, ?, ?, ?, ?, ?)',
       ),
     };
-    this.put = db.transaction((eventId: string, parts: EmailPart[]) => {
-      const ms = msOfId(eventId);
-      const first = ms === null ? null : firstKeyOf(ms);
-      const key =
-        (first === null ? undefined : this.sql.keyInRange.get(first, first + KEYS_PER_MS, eventId)?.key) ??
-        this.sql.keyUnplaced.get(eventId)?.key;
-      if (key === undefined) return false;
-      for (const part of parts) {
-        this.sql.insertBlob.run(part.sha256, part.bytes);
-        this.sql.insertPart.run(key, part.part, eventId, part.sha256, part.contentType, part.filename);
-      }
-      return true;
-    });
   }
 
-  putEmailParts(eventId: string, parts: EmailPart[]): boolean {
-    return this.put.immediate(eventId, parts);
+  /**
+   * Stores the parts of the event with this key, keeping those it has already (a repeat).
+   * Runs inside the caller's transaction, which undoes them with the event on a failure.
+   */
+  insert(eventKey: number, eventId: string, parts: readonly EmailPart[]): void {
+    for (const part of parts) {
+      this.sql.insertBlob.run(part.sha256, part.bytes);
+      this.sql.insertPart.run(eventKey, part.part, eventId, part.sha256, part.contentType, part.filename);
+    }
   }
 }
 

@@ -15,11 +15,13 @@ import {
 } from './rows.js';
 import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId } from './event-ids.js';
 import { KEY_OF_ID } from './sqlite-migrations.js';
+import { SqliteEmailPartWrites } from './sqlite-email-parts.js';
 import {
   eventSize,
   type AddressChanges,
   type AddressRecord,
   type AppendInput,
+  type EmailPart,
   type EventRecord,
   type KeyScope,
   type PurgeResult,
@@ -55,6 +57,7 @@ export type AppendTuple = [
   capacity: number,
   maxBytes: number,
   keyScope: KeyScope,
+  parts: EmailPart[] | null,
 ];
 
 export const toAppendTuple = (input: AppendInput, eventId: string, capacity: number, maxBytes = 0): AppendTuple => [
@@ -69,6 +72,7 @@ export const toAppendTuple = (input: AppendInput, eventId: string, capacity: num
   capacity,
   maxBytes,
   input.keyScope,
+  input.parts ?? null,
 ];
 
 /** An inserted row after its key (rowid): its address's key, then EVENT_COLUMNS in order (acknowledged_at is NULL). */
@@ -127,10 +131,23 @@ export class SqliteWrites {
    * the reason `queues` is; a key given to an append that then failed is a gap, no clash.
    */
   private lastKey: number;
-  /** An insert that writes more than its row (an eviction, an unplaced id), in a savepoint of the batch's transaction. */
+  /**
+   * An insert that writes more than its row (an eviction, an unplaced id, email parts), in
+   * a savepoint of the batch's transaction: a failure undoes all of it and nothing else.
+   */
   private readonly insertWithMore: Database.Transaction<
-    (evictKeys: readonly number[], key: number | null, columns: EventColumns, size: number, scope: KeyScope) => void
+    (
+      evictKeys: readonly number[],
+      key: number | null,
+      columns: EventColumns,
+      size: number,
+      scope: KeyScope,
+      parts: readonly EmailPart[] | null,
+    ) => void
   >;
+  private readonly emailParts: SqliteEmailPartWrites;
+  /** A repeat's parts, those its held event lacks, in a savepoint likewise. */
+  private readonly keepParts: Database.Transaction<(key: number, eventId: string, parts: readonly EmailPart[]) => void>;
 
   constructor(private readonly db: Database.Database) {
     this.sql = {
@@ -182,8 +199,8 @@ export class SqliteWrites {
                 (SELECT MAX(sequence) FROM events WHERE address_key = addresses.key) AS high
          FROM addresses WHERE id = @id`,
       ),
-      eventByKey: db.prepare<[number, KeyScope, string], EventRow>(
-        `SELECT ${EVENT_COLUMNS} FROM events WHERE address_key = ? AND key_scope = ? AND dedupe_key = ?`,
+      eventByKey: db.prepare<[number, KeyScope, string], EventRow & { key: number }>(
+        `SELECT rowid AS key, ${EVENT_COLUMNS} FROM events WHERE address_key = ? AND key_scope = ? AND dedupe_key = ?`,
       ),
       countEvents: db.prepare<[number], { n: number }>('SELECT COUNT(*) AS n FROM events WHERE address_key = ?'),
       oldestAcknowledged: db.prepare<[number], { key: number }>(
@@ -234,16 +251,29 @@ export class SqliteWrites {
       ),
       forgetFullBuckets: db.prepare('DELETE FROM rate_buckets WHERE updated_at < ?'),
     };
+    this.emailParts = new SqliteEmailPartWrites(db);
     this.insertWithMore = db.transaction(
-      (evictKeys: readonly number[], key: number | null, columns: EventColumns, size: number, scope: KeyScope) => {
+      (
+        evictKeys: readonly number[],
+        key: number | null,
+        columns: EventColumns,
+        size: number,
+        scope: KeyScope,
+        parts: readonly EmailPart[] | null,
+      ) => {
         for (const evictKey of evictKeys) this.sql.deleteEvent.run(evictKey);
-        if (key !== null) this.sql.insertEvent.run(key, ...columns, size, scope);
+        let eventKey = key;
+        if (eventKey !== null) this.sql.insertEvent.run(eventKey, ...columns, size, scope);
         else {
-          const low = (this.sql.highestKeyIn.get(0, LOW_KEYS)!.key ?? 0) + 1;
-          this.sql.insertEvent.run(low, ...columns, size, scope);
-          this.sql.recordUnplaced.run(low, columns[1]);
+          eventKey = (this.sql.highestKeyIn.get(0, LOW_KEYS)!.key ?? 0) + 1;
+          this.sql.insertEvent.run(eventKey, ...columns, size, scope);
+          this.sql.recordUnplaced.run(eventKey, columns[1]);
         }
+        if (parts !== null) this.emailParts.insert(eventKey, columns[1], parts);
       },
+    );
+    this.keepParts = db.transaction((key: number, eventId: string, parts: readonly EmailPart[]) =>
+      this.emailParts.insert(key, eventId, parts),
     );
     this.lastKey = db.prepare<[], { key: number | null }>('SELECT MAX(rowid) AS key FROM events').get()!.key ?? 0;
   }
@@ -359,10 +389,11 @@ export class SqliteWrites {
 
   /**
    * One append inside the batch's transaction. A failed statement undoes only itself, and
-   * an append that writes twice (evict, then insert) does so in a savepoint, so a failure
-   * leaves the batch as it was before this append. Some failures end the whole transaction
-   * (an I/O error, a full disk): the rest of the batch must then not run outside it, each
-   * statement committing on its own, so the error goes up and the batch fails as a whole.
+   * an append that writes more than once (evict, then insert; an event and its email
+   * parts) does so in a savepoint, so a failure leaves the batch as it was before this
+   * append. Some failures end the whole transaction (an I/O error, a full disk): the rest
+   * of the batch must then not run outside it, each statement committing on its own, so
+   * the error goes up and the batch fails as a whole.
    */
   private appendOrFail(append: AppendTuple): AppendOutcome {
     try {
@@ -387,12 +418,16 @@ export class SqliteWrites {
       capacity,
       maxBytes,
       keyScope,
+      parts,
     ] = append;
     const state = this.queueState(addressId);
     if (!state || (state.expiresAt !== null && state.expiresAt <= createdAt)) return { status: 'address_not_found' };
     if (dedupeKey !== null) {
       const held = this.sql.eventByKey.get(state.key, keyScope, dedupeKey);
-      if (held) return { status: 'duplicate', event: toEvent(held) };
+      if (held) {
+        if (parts !== null) this.keepParts(held.key, held.id, parts);
+        return { status: 'duplicate', event: toEvent(held) };
+      }
     }
     // The queue holds at most high - low + 1 events; only when that span reaches the
     // capacity can it be full, and only then is counting (up to 1,000 rows) needed.
@@ -430,16 +465,17 @@ export class SqliteWrites {
       dedupeKey,
       createdAt,
     ] as const;
-    if (evictKeys.length === 0 && key !== null) {
+    if (evictKeys.length === 0 && key !== null && parts === null) {
       // One statement: no savepoint needed (a failed statement undoes only itself).
       this.sql.insertEvent.run(key, ...columns, size, keyScope);
+    } else {
+      this.insertWithMore(evictKeys, key, columns, size, keyScope, parts);
+    }
+    if (evictKeys.length === 0) {
       state.high = sequence;
       state.low ??= sequence;
       state.bytes += size;
-    } else {
-      this.insertWithMore(evictKeys, key, columns, size, keyScope);
-      this.queues.delete(addressId); // low, floor and bytes may have moved: read them again next time
-    }
+    } else this.queues.delete(addressId); // low, floor and bytes moved: read them again next time
     return { status: 'created', sequence };
   }
 

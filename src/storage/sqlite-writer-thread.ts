@@ -5,7 +5,6 @@
 // and a 202 still waits for the fsync of its own event.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite, type Synchronous } from './sqlite-connection.js';
-import { SqliteEmailPartWrites } from './sqlite-email-parts.js';
 import { SqliteWrites, type AppendOutcome, type AppendTuple } from './sqlite-write-transactions.js';
 
 export interface WriterOptions {
@@ -33,8 +32,7 @@ type CallableWrites = Pick<
   | 'ackUpTo'
   | 'purgeStep'
   | 'takeToken'
-> &
-  Pick<SqliteEmailPartWrites, 'putEmailParts'>;
+>;
 
 export type CallableWrite = keyof CallableWrites;
 export type WriteArgs<M extends CallableWrite> = Parameters<CallableWrites[M]>;
@@ -103,7 +101,6 @@ db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
 // halves the scan. The event loop's connection, which serves reads, keeps the default.
 db.pragma('cache_size = -8000');
 const writes = new SqliteWrites(db);
-const emailParts = new SqliteEmailPartWrites(db);
 const calls: { [M in CallableWrite]: (...args: WriteArgs<M>) => WriteResult<M> } = {
   insertAddress: (...args) => writes.insertAddress(...args),
   deleteAddress: (...args) => writes.deleteAddress(...args),
@@ -118,7 +115,6 @@ const calls: { [M in CallableWrite]: (...args: WriteArgs<M>) => WriteResult<M> }
   ackUpTo: (...args) => writes.ackUpTo(...args),
   purgeStep: (...args) => writes.purgeStep(...args),
   takeToken: (...args) => writes.takeToken(...args),
-  putEmailParts: (...args) => emailParts.putEmailParts(...args),
 };
 const dispatch = <M extends CallableWrite>(request: CallRequest<M>): WriteResult<M> =>
   calls[request.method](...request.args);

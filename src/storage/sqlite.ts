@@ -438,10 +438,6 @@ export class SqliteStorage implements Storage {
     return this.call('ackUpTo', addressId, upTo, now);
   }
 
-  putEmailParts(eventId: string, parts: EmailPart[]): Promise<boolean> {
-    return this.call('putEmailParts', eventId, parts);
-  }
-
   async getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null> {
     return this.sql.emailPart(addressId, eventId, part);
   }

@@ -96,15 +96,21 @@ export interface AppendInput {
   createdAt: number;
   /** An id minted by newEventId(createdAt) beforehand, for data that names its own event; else the engine mints one. */
   id?: string;
+  /**
+   * An email's parts, stored in the event's own transaction: a reader that sees the event
+   * can read them, and an append that fails or is refused stores none. A duplicate stores
+   * those its held event lacks (one stored by a version that wrote them apart).
+   */
+  parts?: EmailPart[];
 }
+
+/** The part number of an email event's raw message; its attachments are 0…. */
+export const RAW_EMAIL_PART = -1;
 
 /**
  * A stored part of an email event (migration "email parts"): the raw message (part -1) or
  * an attachment (0…). The bytes are kept once per sha256 and go with the last event naming them.
  */
-/** The part number of an email event's raw message; its attachments are 0…. */
-export const RAW_EMAIL_PART = -1;
-
 export interface EmailPart {
   part: number;
   sha256: string;
@@ -205,9 +211,10 @@ export interface Storage {
   /**
    * Appends one event in one transaction: checks the address is live, returns the held
    * event for a repeated dedupe key, evicts the oldest acknowledged event at capacity,
-   * allocates sequence = previous maximum + 1 (never reused). Resolves only once durable.
-   * With `maxBytes` > 0 the address's events may hold at most that many bytes (eventSize):
-   * the oldest acknowledged events make room, else the append is refused with bytes_full.
+   * allocates sequence = previous maximum + 1 (never reused), stores its email parts.
+   * Resolves only once durable. With `maxBytes` > 0 the address's events may hold at most
+   * that many bytes (eventSize; parts do not count): the oldest acknowledged events make
+   * room, else the append is refused with bytes_full.
    */
   appendEvent(input: AppendInput, capacity: number, maxBytes?: number): Promise<AppendResult>;
   /** Whether one more event could be accepted now (not full of unacknowledged events). */
@@ -230,8 +237,6 @@ export interface Storage {
   /** Acknowledges every unacknowledged event with sequence ≤ upTo; returns how many. */
   ackUpTo(addressId: string, upTo: number, now: number): Promise<number>;
 
-  /** Stores an event's parts (idempotent); false when the event no longer exists. Resolves once durable. */
-  putEmailParts(eventId: string, parts: EmailPart[]): Promise<boolean>;
   /** One part of an event of this address, or null. */
   getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null>;
 
