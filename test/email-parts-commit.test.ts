@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { createAddress, deliver, listEvents, type CreatedAddress } from './helpers/http.js';
+import { createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
 import { withClient } from './helpers/postgres.js';
 import { ENGINES, engineSkipReason, startTestServer, type Engine, type TestServer } from './helpers/server.js';
 import { SmtpDialogue } from './helpers/smtp.js';
@@ -164,6 +164,42 @@ for (const engine of ENGINES) {
       } finally {
         await sql(FAULTS[engine].unslow);
       }
+    });
+
+    /** Resolves once an email's parts write is held up by the `slow` fault. */
+    async function partsWriteUnderWay(): Promise<void> {
+      if (engine === 'sqlite') return new Promise((resolve) => setTimeout(resolve, 100));
+      const deadline = Date.now() + 10_000;
+      const sleeping =
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'";
+      while (((await sql(sleeping)) as Array<{ n: number }>)[0].n === 0) {
+        assert.ok(Date.now() < deadline, 'the parts write never started');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    }
+
+    test('an attachment stays while an email links to it, though its only other event goes meanwhile', async () => {
+      const attachment = Buffer.from(`shared by two emails, ${engine}`);
+      const first = await createAddress(server.url);
+      const second = await createAddress(server.url);
+      assert.equal((await send(first.email, multipart(first.email, '<shared-1@example.org>', attachment))).code, 250);
+      // The second email finds the attachment's blob held and links a part to it, slowly;
+      // meanwhile the first address goes, and with it the blob's only other link.
+      await sql(FAULTS[engine].slow);
+      try {
+        const reply = send(second.email, multipart(second.email, '<shared-2@example.org>', attachment));
+        await partsWriteUnderWay();
+        const deleted = await request(server.url, 'DELETE', `/api/v1/addresses/${first.id}`, { token: first.token });
+        assert.equal(deleted.status, 204, deleted.text);
+        const accepted = await reply;
+        assert.equal(accepted.code, 250, accepted.text);
+      } finally {
+        await sql(FAULTS[engine].unslow);
+      }
+      const [event] = await events(second);
+      const attached = await part(second, event.id, 'attachments/0');
+      assert.equal(attached.status, 200, 'the blob went from under the part that links it');
+      assert.deepEqual(Buffer.from(await attached.arrayBuffer()), attachment);
     });
 
     test('an email refused at the byte cap (452) stores no parts either', async () => {

@@ -153,4 +153,25 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
       CREATE UNIQUE INDEX events_by_dedupe_key ON events (address_id, key_scope, dedupe_key) WHERE dedupe_key IS NOT NULL;
     `,
   },
+  {
+    version: 7,
+    name: 'email parts: a blob stays while a part is being linked to it',
+    // Migration 4's trigger looked for other parts of the blob with its statement's
+    // snapshot, so it could delete a blob that a concurrent email had just found held and
+    // linked a part to: a part pointing at nothing. Now the trigger first locks the blob,
+    // which waits for any transaction holding it FOR KEY SHARE (postgres.ts, blobsHeld),
+    // then looks again with a fresh snapshot. The foreign key states the rule; parts left
+    // pointing at nothing by the old race could not be read anyway and go.
+    sql: `
+      DELETE FROM email_parts p WHERE NOT EXISTS (SELECT 1 FROM email_blobs b WHERE b.sha256 = p.sha256);
+      ALTER TABLE email_parts ADD CONSTRAINT email_parts_blob FOREIGN KEY (sha256) REFERENCES email_blobs (sha256);
+      CREATE OR REPLACE FUNCTION email_part_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM 1 FROM email_blobs WHERE sha256 = OLD.sha256 FOR UPDATE;
+        DELETE FROM email_blobs b WHERE b.sha256 = OLD.sha256
+          AND NOT EXISTS (SELECT 1 FROM email_parts p WHERE p.sha256 = OLD.sha256);
+        RETURN NULL;
+      END $$;
+    `,
+  },
 ];

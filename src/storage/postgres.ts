@@ -283,8 +283,10 @@ const SQL = {
 
   // An email's parts (migration 4), in its append's transaction. A blob already held is not
   // sent again (a message to several addresses, a repeat); the parts of a repeat that its
-  // event has already are kept as they are.
-  blobsHeld: 'SELECT sha256 FROM email_blobs WHERE sha256 = ANY($1::text[])',
+  // event has already are kept as they are. Held FOR KEY SHARE until the commit: the last
+  // other part of a blob may be going at this moment, and its trigger (migration 7) waits
+  // for this transaction before it decides whether the blob goes too.
+  blobsHeld: 'SELECT sha256 FROM email_blobs WHERE sha256 = ANY($1::text[]) FOR KEY SHARE',
   insertBlob: 'INSERT INTO email_blobs (sha256, bytes) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING',
   insertParts: `
     INSERT INTO email_parts (event_id, part, sha256, content_type, filename)
