@@ -1,8 +1,8 @@
 // DNS answers an email worker was given, kept for a minute so that mail from the same domains
 // does not ask the same questions again. Each question is a round trip between the worker and
 // the event loop (processor.ts): two thread wake-ups, CPU on both sides and, while it lasts, a
-// worker held by the message. Mail mostly comes from domains the server has just seen
-// (notifications from a few senders), so most questions are repeats (BENCHMARKS.md, SMTP).
+// worker held by the message. Mail to agents tends to come from a few senders (notifications,
+// builds, sign-ups), so many questions are repeats (BENCHMARKS.md, SMTP).
 // Kept: records, and the definite "no such name" / "no such record". Never kept: a timeout
 // or a server failure, which the next message asks again, so a resolver that recovers is
 // heard at once.
