@@ -12,12 +12,17 @@ export interface SmtpResult {
   failed: number;
   p50: number;
   p99: number;
+  /** CPU time a message, in ms, during the measured run: the server's process and this one (the load generator). */
+  serverCpuMs: number;
+  loadCpuMs: number;
 }
 
 export async function measureSmtp(
   port: number,
   recipients: string[],
   options: { connections: number; durationS: number; warmupS: number },
+  /** The server's CPU time so far, in ms (BenchChild.cpuMs). */
+  serverCpuMs: () => number,
 ): Promise<SmtpResult> {
   const transport = nodemailer.createTransport({
     host: '127.0.0.1',
@@ -61,13 +66,18 @@ export async function measureSmtp(
   };
   try {
     if (options.warmupS > 0) await run(options.warmupS);
+    const serverBefore = serverCpuMs();
+    const loadBefore = process.cpuUsage();
     const { latencies, failed, elapsedS } = await run(options.durationS);
+    const load = process.cpuUsage(loadBefore);
     return {
       rate: latencies.length / elapsedS,
       sent: latencies.length,
       failed,
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),
+      serverCpuMs: (serverCpuMs() - serverBefore) / latencies.length,
+      loadCpuMs: (load.user + load.system) / 1000 / latencies.length,
     };
   } finally {
     transport.close();

@@ -21,9 +21,18 @@ const TXT: Record<string, string> = {
   '_dmarc.bank.example': 'v=DMARC1; p=reject',
   // Signs its mail but publishes neither SPF nor DMARC: only DKIM can vouch for it.
   'sel1._domainkey.plain.example': `v=DKIM1; k=rsa; p=${publicB64}`,
+  'repeat.example': 'v=spf1 ip4:127.0.0.1 -all',
+  '_dmarc.repeat.example': 'v=DMARC1; p=reject',
 };
 
+/** Every question the resolver was asked, as "RRTYPE name". */
+let asked: string[] = [];
+
 async function resolver(name: string, rrtype: string): Promise<string[][]> {
+  asked.push(`${rrtype} ${name.toLowerCase()}`);
+  // A domain whose name servers fail: a temporary error, not an answer.
+  if (/(^|\.)flaky\.example$/i.test(name))
+    throw Object.assign(new Error(`server failure for ${name}`), { code: 'ESERVFAIL' });
   const record = rrtype === 'TXT' ? TXT[name.toLowerCase()] : undefined;
   if (record === undefined) throw Object.assign(new Error(`no ${rrtype} for ${name}`), { code: 'ENOTFOUND' });
   return [[record]];
@@ -143,6 +152,43 @@ describe('email authentication', () => {
     assert.equal(authentication.spf_domain, 'bank.example');
     assert.equal(authentication.dmarc, 'fail');
     assert.equal(authentication.verdict, 'fail');
+  });
+});
+
+describe('DNS answers kept by the worker', () => {
+  /** A plain message from `domain`, sent by a host its SPF record names (127.0.0.1). */
+  async function sendFrom(domain: string) {
+    const address = await createAddress(server.url);
+    const smtp = await SmtpDialogue.open(server.roost.smtpPort!);
+    const raw = `From: <alerts@${domain}>\r\nTo: ${address.email}\r\nSubject: Build done\r\n\r\nAll green.\r\n`;
+    assert.equal((await smtp.send(`alerts@${domain}`, [address.email], raw)).at(-1)!.code, 250);
+    await smtp.quit();
+    return (await onlyEvent(address)).data.authentication;
+  }
+
+  // Messages sent one after another all go to the first worker, so it holds what was asked.
+  test('a second message from a domain asks DNS nothing and is judged the same', async () => {
+    asked = [];
+    const first = await sendFrom('repeat.example');
+    assert.ok(asked.includes('TXT repeat.example'), asked.join(', '));
+    assert.ok(asked.includes('TXT _dmarc.repeat.example'), asked.join(', '));
+    assert.equal(first.spf, 'pass');
+    assert.equal(first.dmarc, 'pass');
+    assert.equal(first.verdict, 'pass');
+    asked = [];
+    assert.deepEqual(await sendFrom('repeat.example'), first);
+    assert.deepEqual(asked, []);
+  });
+
+  test('a failure to get an answer is not kept: the next message asks again', async () => {
+    asked = [];
+    const first = await sendFrom('flaky.example');
+    assert.equal(first.spf, 'temperror');
+    assert.ok(asked.includes('TXT flaky.example'), asked.join(', '));
+    asked = [];
+    const second = await sendFrom('flaky.example');
+    assert.equal(second.spf, 'temperror');
+    assert.ok(asked.includes('TXT flaky.example'), asked.join(', '));
   });
 });
 

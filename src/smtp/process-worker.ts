@@ -1,9 +1,11 @@
 // The email worker thread: parses a message and checks its SPF/DKIM/DMARC, off the event
 // loop. processor.ts hands it one message at a time and stops it (worker.terminate()) when
 // it runs past its deadline, so no message can hold the service however it is built. DNS
-// questions go back to the event loop, which answers, counts and times them.
+// questions go back to the event loop, which answers, counts and times them; the answers are
+// kept a minute (dns-answers.ts), so mail from a domain just seen asks nothing again.
 import { parentPort } from 'node:worker_threads';
 import { authenticate, type AuthenticationSummary } from './authenticate.js';
+import { DnsAnswers, type DnsOutcome } from './dns-answers.js';
 import { extractHints, type Extracted } from './extract.js';
 import { parseEmail, type ParseLimits, type ParsedEmail } from './parse.js';
 
@@ -24,9 +26,7 @@ export interface EmailJob {
   limits: ParseLimits;
 }
 
-export type DnsAnswer =
-  | { op: 'dns-answer'; lookup: number; ok: true; value: unknown }
-  | { op: 'dns-answer'; lookup: number; ok: false; message: string; code?: string };
+export type DnsAnswer = { op: 'dns-answer'; lookup: number } & DnsOutcome;
 
 export type ParsedWithHints = ParsedEmail & { extracted: Extracted };
 
@@ -38,7 +38,14 @@ export type WorkerReport =
 
 const port = parentPort!;
 let nextLookup = 1;
-const lookups = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
+const lookups = new Map<
+  number,
+  { name: string; rrtype: string; resolve(value: unknown): void; reject(error: Error): void }
+>();
+const answers = new DnsAnswers();
+
+const dnsError = (outcome: Extract<DnsOutcome, { ok: false }>) =>
+  Object.assign(new Error(outcome.message), { code: outcome.code });
 
 function post(report: WorkerReport): void {
   port.postMessage(report);
@@ -55,12 +62,15 @@ async function run(job: EmailJob): Promise<void> {
     listUnsubscribe: Array.isArray(listUnsubscribe) ? listUnsubscribe.join(', ') : listUnsubscribe,
   });
   post({ op: 'parsed', id: job.id, parsed: { ...parsed, extracted } });
-  const resolver = (name: string, rrtype: string) =>
-    new Promise<unknown>((resolve, reject) => {
+  const resolver = (name: string, rrtype: string) => {
+    const known = answers.get(name, rrtype, Date.now());
+    if (known) return known.ok ? Promise.resolve(known.value) : Promise.reject(dnsError(known));
+    return new Promise<unknown>((resolve, reject) => {
       const lookup = nextLookup++;
-      lookups.set(lookup, { resolve, reject });
+      lookups.set(lookup, { name, rrtype, resolve, reject });
       post({ op: 'dns', id: job.id, lookup, name, rrtype });
     });
+  };
   try {
     const summary = await authenticate(
       {
@@ -90,8 +100,9 @@ port.on('message', (message: EmailJob | DnsAnswer) => {
     const waiting = lookups.get(message.lookup);
     lookups.delete(message.lookup);
     if (!waiting) return;
+    answers.put(waiting.name, waiting.rrtype, message, Date.now());
     if (message.ok) waiting.resolve(message.value);
-    else waiting.reject(Object.assign(new Error(message.message), { code: message.code }));
+    else waiting.reject(dnsError(message));
     return;
   }
   run(message).catch((error: unknown) =>
