@@ -137,6 +137,58 @@ describe('a message that runs past its deadline', () => {
   });
 });
 
+describe('a sender whose name servers never answer', () => {
+  let server: TestServer;
+  let unanswered = 0;
+  // The test world's DNS, except that nothing under blackhole.example ever answers.
+  const hanging = async (name: string, rrtype: string) => {
+    if (!/(^|\.)blackhole\.example$/i.test(name)) return resolver(name, rrtype);
+    unanswered++;
+    return new Promise<never>(() => {});
+  };
+  before(async () => {
+    server = await startTestServer('sqlite', {
+      env: { ROOST_MAIL_DOMAIN: DOMAIN },
+      smtp: { port: 0, dnsResolver: hanging, authTimeoutMs: 3_000 },
+    });
+  });
+  after(() => server.close());
+
+  test('holds no worker for its deadline: other mail is answered meanwhile, its own is queued with temperror', async () => {
+    const address = await createAddress(server.url);
+    const stuck = Array.from({ length: 4 }, (_, i) => {
+      const from = `x${i}@blackhole.example`;
+      const raw = message(
+        { From: from, To: address.email, Subject: `stuck ${i}`, 'Message-ID': `<stuck-${i}@x>` },
+        'wait',
+      );
+      return send(server.roost.smtpPort!, from, address.email, raw);
+    });
+    // Both workers hold one of them at least; the others are with them or waiting their turn.
+    const deadline = Date.now() + 2_500;
+    while (unanswered < 2) {
+      assert.ok(Date.now() < deadline, `only ${unanswered} questions to the silent name servers`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = performance.now();
+    const meanwhile = message({ From: 'billing@good.example', To: address.email, Subject: 'meanwhile' }, 'fine');
+    const reply = await send(server.roost.smtpPort!, 'bounce@mail.good.example', address.email, meanwhile);
+    const took = performance.now() - started;
+    assert.equal(reply.code, 250, reply.text);
+    assert.ok(took < 1_500, `other mail waited ${took.toFixed(0)} ms behind mail whose DNS never answers`);
+
+    for (const answer of await Promise.all(stuck)) assert.equal(answer.code, 250, answer.text);
+    const { events } = (await listEvents(server.url, address, 'limit=10')).body;
+    assert.equal(events.length, 5);
+    for (const event of events.filter((e: any) => e.data.subject.startsWith('stuck'))) {
+      assert.equal(event.data.authentication.spf, 'temperror');
+      assert.match(event.data.authentication.note, /DNS did not answer in time/);
+    }
+    assert.equal(events.find((e: any) => e.data.subject === 'meanwhile').data.authentication.verdict, 'pass');
+  });
+});
+
 describe('honest verdicts', () => {
   let server: TestServer;
   before(async () => {

@@ -3,7 +3,9 @@
 // loop's: HTTP, polls and other SMTP sessions go on meanwhile. Each message has a deadline
 // that is enforced: at the deadline its DNS questions are answered "timed out", and a
 // worker still busy shortly after is terminated and replaced. DNS is asked from here,
-// at most MAX_DNS_LOOKUPS names per message.
+// at most MAX_DNS_LOOKUPS names per message. A worker parses one message at a time but
+// authenticates several: authentication mostly waits on DNS, and a sender whose name
+// servers never answer must not hold a worker, and so everyone's mail, for its deadline.
 import { promises as dns } from 'node:dns';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
@@ -13,6 +15,8 @@ import type { DnsAnswer, EmailJob, ParsedWithHints, WorkerReport } from './proce
 
 /** DNS names one message may make us look up (SPF alone allows 10 lookups, RFC 7208 §4.6.4). */
 export const MAX_DNS_LOOKUPS = 30;
+/** Messages one worker holds at once: one parsing, the rest waiting on their DNS answers. */
+export const MESSAGES_PER_WORKER = 8;
 
 export interface ProcessorOptions {
   workers: number;
@@ -47,6 +51,8 @@ interface Job {
   dnsClosed: boolean;
   pendingDns: Set<number>;
   timers: NodeJS.Timeout[];
+  /** Started again once already, after its worker was stopped for another message. */
+  retried: boolean;
   resolve(result: Processed): void;
 }
 
@@ -54,7 +60,10 @@ interface Slot {
   worker: Worker | null;
   /** The worker has loaded its modules and takes messages. */
   ready: boolean;
-  job: Job | null;
+  /** Every message the worker holds, by id. */
+  jobs: Map<number, Job>;
+  /** The one it is parsing (CPU work): a worker that runs over is known by this message. */
+  parsing: Job | null;
 }
 
 function systemResolver(): DnsResolver {
@@ -81,7 +90,12 @@ export class EmailProcessor {
   terminations = 0;
 
   constructor(private readonly options: ProcessorOptions) {
-    this.slots = Array.from({ length: options.workers }, () => ({ worker: null, ready: false, job: null }));
+    this.slots = Array.from({ length: options.workers }, () => ({
+      worker: null,
+      ready: false,
+      jobs: new Map<number, Job>(),
+      parsing: null,
+    }));
     this.resolver = options.resolver ?? systemResolver();
   }
 
@@ -95,6 +109,7 @@ export class EmailProcessor {
         dnsClosed: false,
         pendingDns: new Set(),
         timers: [],
+        retried: false,
         resolve,
       });
       this.dispatch();
@@ -104,7 +119,7 @@ export class EmailProcessor {
   private dispatch(): void {
     for (const slot of this.slots) {
       if (this.queue.length === 0 || this.closed) return;
-      if (slot.job) continue;
+      if (slot.parsing || slot.jobs.size >= MESSAGES_PER_WORKER) continue;
       if (!slot.ready) {
         this.workerFor(slot);
         continue;
@@ -128,15 +143,15 @@ export class EmailProcessor {
     worker.on('error', (error) => {
       if (slot.worker !== worker) return;
       this.options.logger.warn({ err: error }, 'email worker failed; replacing it');
-      this.replace(slot, 'the message could not be processed');
+      this.loseWorker(slot, 'the message could not be processed');
     });
     worker.on('exit', () => {
       if (slot.worker !== worker) return;
       const starting = !slot.ready;
-      this.replace(slot, 'the message could not be processed');
+      this.loseWorker(slot, 'the message could not be processed');
       // A worker that cannot even start must not leave messages waiting for ever: one of
       // them is answered unprocessed (still queued whole), and the next try starts another.
-      const waiting = starting && !slot.job ? this.queue.shift() : undefined;
+      const waiting = starting && slot.jobs.size === 0 ? this.queue.shift() : undefined;
       if (waiting)
         waiting.resolve({
           parsed: null,
@@ -152,7 +167,8 @@ export class EmailProcessor {
   }
 
   private begin(slot: Slot, job: Job): void {
-    slot.job = job;
+    slot.jobs.set(job.id, job);
+    slot.parsing = job;
     const worker = this.workerFor(slot);
     const { deadlineMs, limits } = this.options;
     // The deadline starts when a worker takes the message, not while it waits its turn.
@@ -171,23 +187,28 @@ export class EmailProcessor {
   }
 
   private onReport(slot: Slot, worker: Worker, report: Exclude<WorkerReport, { op: 'ready' }>): void {
-    const job = slot.job;
-    if (!job || report.id !== job.id) return;
+    const job = slot.jobs.get(report.id);
+    if (!job) return;
     if (report.op === 'parsed') {
       const attachmentBytes = report.parsed.attachmentBytes.map((b) =>
         Buffer.from(b.buffer, b.byteOffset, b.byteLength),
       );
       job.parsed = { ...report.parsed, attachmentBytes };
+      // Parsed: what is left waits mostly on DNS, and the worker can parse the next one.
+      if (slot.parsing === job) slot.parsing = null;
+      this.dispatch();
     } else if (report.op === 'dns') {
       if (job.dnsClosed || ++job.lookups > MAX_DNS_LOOKUPS) return this.answerDns(worker, report.lookup, null);
-      job.pendingDns.add(report.lookup);
+      // This worker's lookups: a job started again elsewhere has a set of its own.
+      const pending = job.pendingDns;
+      pending.add(report.lookup);
       this.resolver(report.name, report.rrtype).then(
         (value) => {
-          if (job.pendingDns.delete(report.lookup) && slot.worker === worker)
+          if (pending.delete(report.lookup) && slot.worker === worker)
             worker.postMessage({ op: 'dns-answer', lookup: report.lookup, ok: true, value } satisfies DnsAnswer);
         },
         (error: Error & { code?: string }) => {
-          if (job.pendingDns.delete(report.lookup) && slot.worker === worker)
+          if (pending.delete(report.lookup) && slot.worker === worker)
             worker.postMessage({
               op: 'dns-answer',
               lookup: report.lookup,
@@ -225,15 +246,11 @@ export class EmailProcessor {
   }
 
   private overrun(slot: Slot, job: Job, phase: string): void {
-    if (slot.job !== job) return;
+    if (slot.jobs.get(job.id) !== job) return;
     this.terminations++;
     const overrun = `${phase} took longer than ${this.options.deadlineMs} ms and was stopped`;
     this.options.logger.warn({ bytes: job.input.raw.length, phase }, 'email processing ran over its deadline');
-    const worker = slot.worker;
-    slot.worker = null;
-    slot.ready = false;
-    void worker?.terminate();
-    this.finish(slot, job, {
+    this.loseWorker(slot, 'the message could not be processed', job, {
       parsed: job.parsed,
       authentication: unverified(
         { sender: job.input.sender, from: job.parsed?.data.from?.address ?? null },
@@ -243,26 +260,50 @@ export class EmailProcessor {
     });
   }
 
-  private replace(slot: Slot, why: string): void {
-    const job = slot.job;
+  /**
+   * Stops the slot's worker. `culprit` (the message that ran over) gets `result`; the others
+   * it held did nothing wrong and start again in the next worker, once: one that loses its
+   * worker a second time is answered unprocessed (it is still queued whole).
+   */
+  private loseWorker(slot: Slot, why: string, culprit?: Job, result?: Processed): void {
+    const worker = slot.worker;
     slot.worker = null;
     slot.ready = false;
-    if (job)
-      this.finish(slot, job, {
+    void worker?.terminate();
+    const others = [...slot.jobs.values()].filter((job) => job !== culprit);
+    if (culprit && result) this.finish(slot, culprit, result);
+    for (const job of others) {
+      this.release(slot, job);
+      if (!job.retried && !this.closed) {
+        Object.assign(job, { parsed: null, lookups: 0, dnsClosed: false, pendingDns: new Set(), retried: true });
+        this.queue.unshift(job);
+        continue;
+      }
+      job.resolve({
         parsed: job.parsed,
         authentication: unverified({ sender: job.input.sender, from: job.parsed?.data.from?.address ?? null }, why),
         overrun: job.parsed ? undefined : why,
       });
+    }
+    // A replaced worker is started now, so that it is ready before the next message.
+    if (!this.closed) this.workerFor(slot);
+    this.dispatch();
   }
 
   private finish(slot: Slot, job: Job, result: Processed): void {
-    if (slot.job !== job) return;
-    for (const timer of job.timers) clearTimeout(timer);
-    slot.job = null;
+    if (slot.jobs.get(job.id) !== job) return;
+    this.release(slot, job);
     job.resolve(result);
-    // A replaced worker is started now, so that it is ready before the next message.
     if (!slot.worker && !this.closed) this.workerFor(slot);
     this.dispatch();
+  }
+
+  /** Takes the job off its slot and stops its timers. */
+  private release(slot: Slot, job: Job): void {
+    for (const timer of job.timers) clearTimeout(timer);
+    job.timers = [];
+    slot.jobs.delete(job.id);
+    if (slot.parsing === job) slot.parsing = null;
   }
 
   async close(): Promise<void> {
