@@ -15,11 +15,11 @@ import type { DnsAnswer, EmailJob, ParsedWithHints, WorkerReport } from './proce
 
 /** DNS names one message may make us look up (SPF alone allows 10 lookups, RFC 7208 §4.6.4). */
 export const MAX_DNS_LOOKUPS = 30;
-/** Messages one worker holds at once: one parsing, the rest waiting on their DNS answers. */
-export const MESSAGES_PER_WORKER = 8;
 
 export interface ProcessorOptions {
   workers: number;
+  /** Messages one worker holds at once: one parsing, the rest waiting on their DNS answers. */
+  messagesPerWorker: number;
   deadlineMs: number;
   limits: ParseLimits;
   /** Default: the system's DNS, one server answer within 2 s, two tries, per query. */
@@ -119,7 +119,7 @@ export class EmailProcessor {
   private dispatch(): void {
     for (const slot of this.slots) {
       if (this.queue.length === 0 || this.closed) return;
-      if (slot.parsing || slot.jobs.size >= MESSAGES_PER_WORKER) continue;
+      if (slot.parsing || slot.jobs.size >= this.options.messagesPerWorker) continue;
       if (!slot.ready) {
         this.workerFor(slot);
         continue;

@@ -70,6 +70,9 @@ export async function startSmtpServer(
   const limits = config.email;
   const processor = new EmailProcessor({
     workers: EMAIL_WORKERS,
+    // Every connection's message can wait on its DNS at once: messages waiting on silent
+    // name servers hold only themselves, never a place another message needs.
+    messagesPerWorker: Math.ceil(MAX_CONNECTIONS / EMAIL_WORKERS),
     deadlineMs: options.authTimeoutMs ?? limits.processingDeadlineMs,
     limits: { maxTextBytes: limits.maxTextBytes, maxHtmlBytes: limits.maxHtmlBytes },
     resolver: options.dnsResolver,
