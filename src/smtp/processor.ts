@@ -20,6 +20,11 @@ export interface ProcessorOptions {
   workers: number;
   /** Messages one worker holds at once: one parsing, the rest waiting on their DNS answers. */
   messagesPerWorker: number;
+  /**
+   * Bytes of messages one worker holds at once (each is a copy of what the connection
+   * holds); a message larger than this still goes to a worker that holds nothing.
+   */
+  bytesPerWorker: number;
   deadlineMs: number;
   limits: ParseLimits;
   /** Default: the system's DNS, one server answer within 2 s, two tries, per query. */
@@ -64,6 +69,8 @@ interface Slot {
   jobs: Map<number, Job>;
   /** The one it is parsing (CPU work): a worker that runs over is known by this message. */
   parsing: Job | null;
+  /** Bytes of the messages it holds. */
+  bytes: number;
 }
 
 function systemResolver(): DnsResolver {
@@ -95,6 +102,7 @@ export class EmailProcessor {
       ready: false,
       jobs: new Map<number, Job>(),
       parsing: null,
+      bytes: 0,
     }));
     this.resolver = options.resolver ?? systemResolver();
   }
@@ -124,7 +132,11 @@ export class EmailProcessor {
         this.workerFor(slot);
         continue;
       }
-      this.begin(slot, this.queue.shift()!);
+      // The first in line that fits: small mail is not held up behind a large message.
+      const next = this.queue.findIndex(
+        (job) => slot.bytes === 0 || slot.bytes + job.input.raw.length <= this.options.bytesPerWorker,
+      );
+      if (next >= 0) this.begin(slot, this.queue.splice(next, 1)[0]);
     }
   }
 
@@ -169,6 +181,7 @@ export class EmailProcessor {
   private begin(slot: Slot, job: Job): void {
     slot.jobs.set(job.id, job);
     slot.parsing = job;
+    slot.bytes += job.input.raw.length;
     const worker = this.workerFor(slot);
     const { deadlineMs, limits } = this.options;
     // The deadline starts when a worker takes the message, not while it waits its turn.
@@ -302,7 +315,7 @@ export class EmailProcessor {
   private release(slot: Slot, job: Job): void {
     for (const timer of job.timers) clearTimeout(timer);
     job.timers = [];
-    slot.jobs.delete(job.id);
+    if (slot.jobs.delete(job.id)) slot.bytes -= job.input.raw.length;
     if (slot.parsing === job) slot.parsing = null;
   }
 

@@ -22,8 +22,10 @@ import { watchTlsFiles, type TlsFiles } from './tls-files.js';
 export const MAX_RECIPIENTS = 50;
 /** Simultaneous SMTP connections; the next one is told 421 to come back later. */
 export const MAX_CONNECTIONS = 100;
-/** Messages parsed and authenticated at once, each in its own worker thread. */
+/** Worker threads that parse and authenticate messages. */
 const EMAIL_WORKERS = 2;
+/** Bytes of mail a worker holds at once, at least (two of the largest messages, if more). */
+const WORKER_BYTES = 64 * 1024 * 1024;
 
 export interface SmtpOptions {
   /**
@@ -73,6 +75,7 @@ export async function startSmtpServer(
     // Every connection's message can wait on its DNS at once: messages waiting on silent
     // name servers hold only themselves, never a place another message needs.
     messagesPerWorker: Math.ceil(MAX_CONNECTIONS / EMAIL_WORKERS),
+    bytesPerWorker: Math.max(WORKER_BYTES, 2 * config.maxEmailBytes),
     deadlineMs: options.authTimeoutMs ?? limits.processingDeadlineMs,
     limits: { maxTextBytes: limits.maxTextBytes, maxHtmlBytes: limits.maxHtmlBytes },
     resolver: options.dnsResolver,
