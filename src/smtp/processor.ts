@@ -67,11 +67,14 @@ interface Slot {
   ready: boolean;
   /** Every message the worker holds, by id. */
   jobs: Map<number, Job>;
-  /** The one it is parsing (CPU work): a worker that runs over is known by this message. */
-  parsing: Job | null;
-  /** Bytes of the messages it holds. */
-  bytes: number;
 }
+
+/**
+ * Whether the worker is parsing one of its messages (CPU work, one at a time, so that a
+ * worker that runs over is known by its message); the others wait on DNS.
+ */
+const parsing = (slot: Slot) => [...slot.jobs.values()].some((job) => !job.parsed);
+const heldBytes = (slot: Slot) => [...slot.jobs.values()].reduce((sum, job) => sum + job.input.raw.length, 0);
 
 function systemResolver(): DnsResolver {
   const resolver = new dns.Resolver({ timeout: 2_000, tries: 2 });
@@ -101,8 +104,6 @@ export class EmailProcessor {
       worker: null,
       ready: false,
       jobs: new Map<number, Job>(),
-      parsing: null,
-      bytes: 0,
     }));
     this.resolver = options.resolver ?? systemResolver();
   }
@@ -127,14 +128,15 @@ export class EmailProcessor {
   private dispatch(): void {
     for (const slot of this.slots) {
       if (this.queue.length === 0 || this.closed) return;
-      if (slot.parsing || slot.jobs.size >= this.options.messagesPerWorker) continue;
+      if (slot.jobs.size >= this.options.messagesPerWorker || parsing(slot)) continue;
       if (!slot.ready) {
         this.workerFor(slot);
         continue;
       }
       // The first in line that fits: small mail is not held up behind a large message.
+      const held = heldBytes(slot);
       const next = this.queue.findIndex(
-        (job) => slot.bytes === 0 || slot.bytes + job.input.raw.length <= this.options.bytesPerWorker,
+        (job) => held === 0 || held + job.input.raw.length <= this.options.bytesPerWorker,
       );
       if (next >= 0) this.begin(slot, this.queue.splice(next, 1)[0]);
     }
@@ -180,8 +182,6 @@ export class EmailProcessor {
 
   private begin(slot: Slot, job: Job): void {
     slot.jobs.set(job.id, job);
-    slot.parsing = job;
-    slot.bytes += job.input.raw.length;
     const worker = this.workerFor(slot);
     const { deadlineMs, limits } = this.options;
     // The deadline starts when a worker takes the message, not while it waits its turn.
@@ -208,7 +208,6 @@ export class EmailProcessor {
       );
       job.parsed = { ...report.parsed, attachmentBytes };
       // Parsed: what is left waits mostly on DNS, and the worker can parse the next one.
-      if (slot.parsing === job) slot.parsing = null;
       this.dispatch();
     } else if (report.op === 'dns') {
       if (job.dnsClosed || ++job.lookups > MAX_DNS_LOOKUPS) return this.answerDns(worker, report.lookup, null);
@@ -315,8 +314,7 @@ export class EmailProcessor {
   private release(slot: Slot, job: Job): void {
     for (const timer of job.timers) clearTimeout(timer);
     job.timers = [];
-    if (slot.jobs.delete(job.id)) slot.bytes -= job.input.raw.length;
-    if (slot.parsing === job) slot.parsing = null;
+    slot.jobs.delete(job.id);
   }
 
   async close(): Promise<void> {
