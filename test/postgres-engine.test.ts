@@ -99,6 +99,40 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
     }
   });
 
+  test('migration 7 drops parts left pointing at no blob, then holds every part to its blob', async () => {
+    const db = await createTestDatabase();
+    try {
+      const storage = await openStorage(db.url);
+      const owner = address();
+      await storage.insertAddress(owner);
+      const appended = await storage.appendEvent(event(owner.id), 1000);
+      assert.equal(appended.status, 'created');
+      const held = (appended as { event: { id: string } }).event;
+      await storage.close();
+      // As the old race could leave it: a part whose blob is gone, from before the foreign key.
+      await withClient(db.url, async (c) => {
+        await c.query('ALTER TABLE email_parts DROP CONSTRAINT email_parts_blob');
+        await c.query('DELETE FROM schema_migrations WHERE version = 7');
+        await c.query(
+          `INSERT INTO email_parts (event_id, part, sha256, content_type) VALUES ($1, -1, 'gone', 'message/rfc822')`,
+          [held.id],
+        );
+      });
+      await (await openStorage(db.url)).close();
+      await withClient(db.url, async (c) => {
+        assert.equal((await c.query('SELECT 1 FROM email_parts')).rowCount, 0, 'the part without its blob went');
+        await assert.rejects(
+          c.query(`INSERT INTO email_parts (event_id, part, sha256, content_type) VALUES ($1, -1, 'gone', 'x')`, [
+            held.id,
+          ]),
+          /email_parts_blob/,
+        );
+      });
+    } finally {
+      await db.drop();
+    }
+  });
+
   describe('on one database', () => {
     let db: TestDatabase;
     let storage: PostgresStorage;
