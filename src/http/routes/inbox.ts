@@ -1,7 +1,7 @@
 // POST /api/v1/inbox/{addressId}/{secret}: the write-only inbox that remote services call.
 // A CreateEvent JSON body (docs/api.md §3), or with ?raw=1 any body as sent (§3.1); with a
 // sender set, every request as sent, verified with the provider's scheme (§3.2).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
 import type { AddressRecord } from '../../storage/storage.js';
@@ -19,7 +19,7 @@ import {
   type RawQuery,
 } from '../raw-capture.js';
 import { errorResponses, noSecurity } from './common.js';
-import { HandshakeResponseSchema, deliverFromSender } from './sender-inbox.js';
+import { HandshakeResponseSchema, senderAnswer, senderRequestOf } from './sender-inbox.js';
 
 // Raw values are checked in the handler, after the inbox (so a wrong URL answers 404
 // whatever is sent); the schema only documents them.
@@ -72,6 +72,12 @@ const withHint = (error: RoostError) =>
 function isShapeError(error: { validation?: Array<{ keyword?: string; instancePath?: string }> }): boolean {
   const first = error.validation?.[0];
   return first?.keyword === 'additionalProperties' || (first?.keyword === 'type' && !first.instancePath);
+}
+
+/** The Idempotency-Key header of a plain delivery (checked by the service). */
+function idempotencyHeader(request: FastifyRequest): string | undefined {
+  const header = request.headers['idempotency-key'];
+  return typeof header === 'string' ? header : undefined;
 }
 
 export async function inboxRoutes(app: FastifyInstance): Promise<void> {
@@ -129,42 +135,43 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
       },
       handler: async (request, reply) => {
         const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
+        // The sender's path, the raw path and the JSON path are alternatives: exactly one of
+        // them answers, by the value returned here, and none goes on after another.
         if (address.hasSender) {
           const kept = Buffer.isBuffer(request.body) ? request.body : (request as WithBytes).inboxBytes;
           const bytes = Buffer.isBuffer(kept) ? kept : Buffer.alloc(0);
-          const answered = await senderInbox(request, reply, address, bytes);
-          if (answered) return answered;
+          const outcome = await receiveFromSender(request, address, bytes);
+          if (outcome.kind !== 'no_sender') return senderAnswer(request, reply, outcome);
         }
-        const decodeError = undecodable.get(request);
-        if (decodeError) throw withHint(decodeError);
-        const header = request.headers['idempotency-key'];
-        const key = typeof header === 'string' ? header : undefined;
-        const rawType = rawCaptureType(request.query);
-        let input: DeliveryInput;
-        if (rawType !== undefined) {
-          input = captureRequest(request.headers, rawBody(request), rawType, droppedHeader);
-        } else {
-          if (request.validationError) {
-            const error = request.validationError as Error & { validation?: []; validationContext?: string };
-            const refusal = new RoostError(
-              'invalid_request',
-              400,
-              validationMessage(error.validation ?? [], error.validationContext),
-            );
-            throw isShapeError(error) ? withHint(refusal) : refusal;
-          }
-          input = request.body;
-        }
-        const result = await service.deliver(address, input, key, 'http');
-        return reply.code(result.status).send(result.body);
+        const result = await service.deliver(address, plainDelivery(request), idempotencyHeader(request), 'http');
+        reply.code(result.status);
+        return result.body;
       },
     },
   );
 
-  /** The sender's path (docs/api.md §3.2), or undefined when the sender was cleared meanwhile. */
-  const senderInbox = (request: FastifyRequest, reply: FastifyReply, address: AddressRecord, bytes: Buffer) =>
-    deliverFromSender(app.roost, request, reply, address, bytes, (type) =>
-      captureRequest(request.headers, bytes, type ?? senderCaptureType(request.query as RawQuery), droppedHeader),
+  /** An inbox without a sender: raw capture (?raw=1, §3.1) or a CreateEvent body (§3). */
+  function plainDelivery(request: FastifyRequest<{ Querystring: RawQuery; Body: DeliveryInput }>): DeliveryInput {
+    const decodeError = undecodable.get(request);
+    if (decodeError) throw withHint(decodeError);
+    const rawType = rawCaptureType(request.query);
+    if (rawType !== undefined) return captureRequest(request.headers, rawBody(request), rawType, droppedHeader);
+    if (request.validationError) {
+      const error = request.validationError as Error & { validation?: []; validationContext?: string };
+      const refusal = new RoostError(
+        'invalid_request',
+        400,
+        validationMessage(error.validation ?? [], error.validationContext),
+      );
+      throw isShapeError(error) ? withHint(refusal) : refusal;
+    }
+    return request.body;
+  }
+
+  /** The request handed to the core's sender policy (docs/api.md §3.2); it decides and stores. */
+  const receiveFromSender = (request: FastifyRequest, address: AddressRecord, bytes: Buffer) =>
+    service.receiveFromSender(address, senderRequestOf(request, bytes, config.baseUrl), (type, body) =>
+      captureRequest(request.headers, body, type ?? senderCaptureType(request.query as RawQuery), droppedHeader),
     );
 
   // GET answers only a sender's URL handshake (Meta, Microsoft Graph, Dropbox…); a wrong
@@ -182,10 +189,11 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
     },
     handler: async (request, reply) => {
       const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
-      const answered = address.hasSender ? await senderInbox(request, reply, address, Buffer.alloc(0)) : undefined;
-      if (answered) return answered;
-      reply.header('Allow', 'POST');
-      throw new RoostError('method_not_allowed', 405, 'This inbox takes deliveries by POST.');
+      if (address.hasSender) {
+        const outcome = await receiveFromSender(request, address, Buffer.alloc(0));
+        if (outcome.kind !== 'no_sender') return senderAnswer(request, reply, outcome);
+      }
+      throw new RoostError('method_not_allowed', 405, 'This inbox takes deliveries by POST.', { Allow: 'POST' });
     },
   });
 }
