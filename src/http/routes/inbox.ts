@@ -4,8 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
-import type { AddressRecord } from '../../storage/storage.js';
-import type { DeliveryInput } from '../../core/service.js';
+import type { DeliveryInput, RoostService } from '../../core/service.js';
 import { CreateEventSchema, EventDeliveryResponseSchema } from '../../schemas.js';
 import { validationMessage } from '../errors.js';
 import { decodeJsonBody, rawBody } from '../body.js';
@@ -55,6 +54,8 @@ const InboxParamsSchema = Type.Object({
   secret: Type.String({ description: 'The ingress secret (roost_ingress_…) from inbox_url.' }),
 });
 type InboxParams = { addressId: string; secret: string };
+/** The address an inbox URL opens, as the service hands it over. */
+type InboxAddress = Awaited<ReturnType<RoostService['authorizeInbox']>>;
 
 /**
  * What a sender with a payload of its own shape should do instead (docs/api.md §3), added to
@@ -169,7 +170,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
   }
 
   /** The request handed to the core's sender policy (docs/api.md §3.2); it decides and stores. */
-  const receiveFromSender = (request: FastifyRequest, address: AddressRecord, bytes: Buffer) =>
+  const receiveFromSender = (request: FastifyRequest, address: InboxAddress, bytes: Buffer) =>
     service.receiveFromSender(address, senderRequestOf(request, bytes, config.baseUrl), (type, body) =>
       captureRequest(request.headers, body, type ?? senderCaptureType(request.query as RawQuery), droppedHeader),
     );
