@@ -84,7 +84,10 @@ export interface DeliveryInput {
   parts?: EmailPart[];
 }
 
-/** How a transport makes the event of a request as sent: its type (undefined: the inbox's default) and the bytes to keep. */
+/**
+ * How a transport makes the event of a request as sent: the event type (undefined: the inbox's
+ * default) and the bytes to keep.
+ */
 export type CaptureRequest = (type: string | undefined, body: Buffer) => DeliveryInput;
 
 /** What became of one request to an inbox with a sender (receiveFromSender). */

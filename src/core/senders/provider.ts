@@ -66,8 +66,8 @@ export interface ProviderEventFields {
   idempotencyKey?: string;
   /**
    * True when the signature covers the delivery id (in the signed body or signed headers), so
-   * that a replay cannot change it; otherwise a verified delivery is keyed by a digest of what
-   * was signed (policy.ts).
+   * that a replay cannot change it; otherwise a verified delivery is keyed by a digest of its
+   * body (policy.ts).
    */
   keySigned?: boolean;
   /**

@@ -98,7 +98,8 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
           `With ?raw=1 the body may be anything (JSON, a form, text, bytes): it is stored as sent in an event of type ${RAW_EVENT_TYPE} ` +
           '(or ?type=), with the request headers minus Authorization, Cookie, hop-by-hop ones and credential-like ones (ROOST_RAW_DROP_HEADERS). ' +
           "With a sender set (PUT …/sender) every delivery is captured so, verified with the provider's scheme (401 signature_invalid when it fails and the sender enforces), " +
-          "typed and keyed in the provider's terms, and its URL handshakes (Slack, Zoom, Twitch…) answered as the provider expects, storing nothing.",
+          "typed in the provider's terms and keyed so that retries and replays of the same signed bytes are duplicates, " +
+          'and its URL handshakes (Slack, Zoom, Twitch…) answered as the provider expects, storing nothing whatever body or query rides along; ?raw= is ignored.',
         params: InboxParamsSchema,
         querystring: InboxQuerySchema,
         headers: Type.Object({
