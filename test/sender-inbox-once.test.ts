@@ -7,9 +7,11 @@
 import assert from 'node:assert/strict';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { it } from 'node:test';
+import { LinearWebhookClient } from '@linear/sdk/webhooks';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import twilio from 'twilio';
 import { forEachEngine } from './helpers/engines.js';
@@ -423,7 +425,7 @@ await forEachEngine('an inbox with a sender answers once and stores at most once
           headers: {
             'content-type': 'application/json',
             'linear-delivery': id,
-            'linear-signature': hmacHex(secret, body),
+            'linear-signature': linearSignature(secret, body),
           },
         };
       },
@@ -508,6 +510,36 @@ await forEachEngine('an inbox with a sender answers once and stores at most once
       assert.equal((await events(address)).length, 1);
     });
   }
+
+  /** Linear's signature, as its SDK checks it. */
+  function linearSignature(secret: string, body: string): string {
+    const signature = hmacHex(secret, body);
+    assert.equal(new LinearWebhookClient(secret).verify(Buffer.from(body), signature), true);
+    return signature;
+  }
+
+  it('standard_webhooks: the signed webhook-id is the key — a replay under a new id does not verify, a retry is a duplicate', async () => {
+    const address = await createAddress(base());
+    const secret = `whsec_${Buffer.from('a standard webhooks key').toString('base64')}`;
+    await put(address, { provider: 'standard_webhooks', secrets: [secret] });
+    const body = JSON.stringify({ type: 'invoice.paid', data: { id: 'in_1' } });
+    const at = new Date();
+    const headers = (id: string, signature: string) => ({
+      'content-type': 'application/json',
+      'webhook-id': id,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': signature,
+    });
+    const signature = new StandardWebhook(secret).sign('msg_1', at, body);
+    const first = await send(address, { query: '?raw=1', body, headers: headers('msg_1', signature) });
+    assert.equal(first.status, 202, first.text);
+    assert.equal(first.body.event.dedupe_key, 'msg_1');
+    const retry = await send(address, { body, headers: headers('msg_1', signature) });
+    assert.equal(retry.status, 200, retry.text);
+    assert.equal(retry.body.duplicate, true);
+    assertError(await send(address, { body, headers: headers('msg_2', signature) }), 401, 'signature_invalid');
+    assert.equal((await events(address)).length, 1);
+  });
 
   /** The headers of a delivery that carry its signature (and signed timestamp), to replay as they were. */
   function signatureOf(sent: Sent): Headers {
