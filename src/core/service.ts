@@ -26,7 +26,8 @@ import { newEventId } from '../storage/event-ids.js';
 export type { EmailPart };
 import type { PutSender, SenderResponse } from '../sender-schemas.js';
 import { SecretKeyMismatch, type SecretBox } from './secret-box.js';
-import type { SenderRequest, SenderVerdict } from './senders/provider.js';
+import type { SenderRequest } from './senders/provider.js';
+import { planSenderRequest } from './senders/policy.js';
 import { openSender, sealSender, toWireSender, type LoadedSender } from './senders/settings.js';
 import {
   RoostError,
@@ -82,6 +83,23 @@ export interface DeliveryInput {
   /** Bytes stored beside the event (email attachments, the raw message), in its own transaction. */
   parts?: EmailPart[];
 }
+
+/**
+ * How a transport makes the event of a request as sent: the event type (undefined: the inbox's
+ * default) and the bytes to keep.
+ */
+export type CaptureRequest = (type: string | undefined, body: Buffer) => DeliveryInput;
+
+/** What became of one request to an inbox with a sender (receiveFromSender). */
+export type SenderOutcome =
+  /** The sender was cleared since the address was read: the request is an ordinary delivery. */
+  | { kind: 'no_sender' }
+  /** The provider's URL handshake, answered as given; nothing stored. */
+  | { kind: 'handshake'; status: number; contentType: string; body: string }
+  /** Refused (405, 401, or 503 when the server key cannot open the sender: keyMismatch); nothing stored. */
+  | { kind: 'refused'; error: RoostError; keyMismatch: boolean }
+  /** Stored, or found a duplicate. */
+  | ({ kind: 'delivered' } & DeliveryResult);
 
 export interface DeliveryResult {
   /** 202 for a newly queued event, 200 for an idempotent repeat (docs/api.md §3). */
@@ -497,30 +515,53 @@ export class RoostService {
   }
 
   /**
-   * The sender that verifies this inbox's deliveries, or null when none is set. Asked only
-   * of an address whose record says it has one, so an inbox without a sender reads nothing
-   * more. A server key that cannot open its secrets is a 503 (senderKeyMismatch), never a
-   * delivery let through unverified.
+   * The sender that verifies this inbox's deliveries, null when none is set (cleared since
+   * the address was read), or 'key_mismatch' when the server key cannot open its secrets or
+   * this build knows no provider of its name: never a delivery let through unverified.
    */
-  async senderOf(address: AddressRecord): Promise<LoadedSender | null> {
-    if (!address.hasSender) return null;
+  private async loadSender(address: AddressRecord): Promise<LoadedSender | null | 'key_mismatch'> {
     const record = await this.storage.getSender(address.id);
-    if (!record) return null; // cleared since the address was read
-    let loaded: LoadedSender | undefined;
+    if (!record) return null;
     try {
-      loaded = this.secretBox && openSender(record, this.secretBox);
+      return (this.secretBox && openSender(record, this.secretBox)) ?? 'key_mismatch';
     } catch (error) {
-      if (error instanceof SecretKeyMismatch) throw senderKeyMismatch();
+      if (error instanceof SecretKeyMismatch) return 'key_mismatch';
       throw error;
     }
-    // A provider this build does not know (a rollback): refuse rather than store unverified.
-    if (!loaded) throw senderKeyMismatch();
-    return loaded;
   }
 
-  /** The provider's verdict on one request to an inbox with this sender, by the service's clock. */
-  verifyDelivery(sender: LoadedSender, request: SenderRequest): SenderVerdict {
-    return sender.provider.verify(request, sender.settings, this.now());
+  /**
+   * One request to the inbox of an address with a sender (docs/api.md §3.2), carried out as
+   * the sender policy (senders/policy.ts) plans it: answered exactly once, stored at most
+   * once. `capture` makes the event of a request as sent, from the bytes to keep.
+   */
+  async receiveFromSender(
+    address: AddressRecord,
+    request: SenderRequest,
+    capture: CaptureRequest,
+  ): Promise<SenderOutcome> {
+    const sender = address.hasSender ? await this.loadSender(address) : null;
+    if (sender === null) return { kind: 'no_sender' };
+    if (sender === 'key_mismatch') {
+      this.metrics.senderDeliveries.inc({ provider: 'unknown', outcome: 'unavailable' });
+      return { kind: 'refused', error: senderKeyMismatch(), keyMismatch: true };
+    }
+    const provider = sender.provider.name;
+    const verdict = sender.provider.verify(request, sender.settings, this.now());
+    const plan = planSenderRequest({ provider, enforce: sender.enforce }, request, verdict);
+    this.metrics.senderDeliveries.inc({ provider, outcome: plan.outcome });
+    switch (plan.kind) {
+      case 'handshake':
+        return { kind: 'handshake', status: plan.status, contentType: plan.contentType, body: plan.body };
+      case 'refused':
+        return { kind: 'refused', error: plan.error, keyMismatch: false };
+      case 'store': {
+        const input = capture(plan.type, plan.body);
+        const data = { ...(input.data as Record<string, unknown>), verification: plan.verification };
+        const result = await this.deliver(address, { ...input, data }, plan.key, 'http');
+        return { kind: 'delivered', ...result };
+      }
+    }
   }
 
   // --- deliveries ----------------------------------------------------------------------

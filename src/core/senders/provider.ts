@@ -64,6 +64,17 @@ export interface ProviderEventFields {
   type?: string;
   /** The provider's delivery id (its retries repeat it), or undefined when it has none. */
   idempotencyKey?: string;
+  /**
+   * True when the signature covers the delivery id (in the signed body or signed headers), so
+   * that a replay cannot change it; otherwise a verified delivery is keyed by a digest of its
+   * body (policy.ts).
+   */
+  keySigned?: boolean;
+  /**
+   * The bytes to store instead of the body as received, when the body carries a sender secret
+   * (Microsoft Graph's clientState); undefined: the body as received.
+   */
+  storedBody?: Buffer;
 }
 
 export type SenderVerdict =

@@ -1,11 +1,10 @@
 // POST /api/v1/inbox/{addressId}/{secret}: the write-only inbox that remote services call.
 // A CreateEvent JSON body (docs/api.md §3), or with ?raw=1 any body as sent (§3.1); with a
 // sender set, every request as sent, verified with the provider's scheme (§3.2).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
-import type { AddressRecord } from '../../storage/storage.js';
-import type { DeliveryInput } from '../../core/service.js';
+import type { DeliveryInput, RoostService } from '../../core/service.js';
 import { CreateEventSchema, EventDeliveryResponseSchema } from '../../schemas.js';
 import { validationMessage } from '../errors.js';
 import { decodeJsonBody, rawBody } from '../body.js';
@@ -19,7 +18,7 @@ import {
   type RawQuery,
 } from '../raw-capture.js';
 import { errorResponses, noSecurity } from './common.js';
-import { HandshakeResponseSchema, deliverFromSender } from './sender-inbox.js';
+import { HandshakeResponseSchema, senderAnswer, senderRequestOf } from './sender-inbox.js';
 
 // Raw values are checked in the handler, after the inbox (so a wrong URL answers 404
 // whatever is sent); the schema only documents them.
@@ -55,6 +54,8 @@ const InboxParamsSchema = Type.Object({
   secret: Type.String({ description: 'The ingress secret (roost_ingress_…) from inbox_url.' }),
 });
 type InboxParams = { addressId: string; secret: string };
+/** The address an inbox URL opens, as the service hands it over. */
+type InboxAddress = Awaited<ReturnType<RoostService['authorizeInbox']>>;
 
 /**
  * What a sender with a payload of its own shape should do instead (docs/api.md §3), added to
@@ -74,6 +75,12 @@ function isShapeError(error: { validation?: Array<{ keyword?: string; instancePa
   return first?.keyword === 'additionalProperties' || (first?.keyword === 'type' && !first.instancePath);
 }
 
+/** The Idempotency-Key header of a plain delivery (checked by the service). */
+function idempotencyHeader(request: FastifyRequest): string | undefined {
+  const header = request.headers['idempotency-key'];
+  return typeof header === 'string' ? header : undefined;
+}
+
 export async function inboxRoutes(app: FastifyInstance): Promise<void> {
   const { service, config } = app.roost;
   app.decorateRequest('inboxBytes', null);
@@ -91,7 +98,8 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
           `With ?raw=1 the body may be anything (JSON, a form, text, bytes): it is stored as sent in an event of type ${RAW_EVENT_TYPE} ` +
           '(or ?type=), with the request headers minus Authorization, Cookie, hop-by-hop ones and credential-like ones (ROOST_RAW_DROP_HEADERS). ' +
           "With a sender set (PUT …/sender) every delivery is captured so, verified with the provider's scheme (401 signature_invalid when it fails and the sender enforces), " +
-          "typed and keyed in the provider's terms, and its URL handshakes (Slack, Zoom, Twitch…) answered as the provider expects, storing nothing.",
+          "typed in the provider's terms and keyed so that retries and replays of the same signed bytes are duplicates, " +
+          'and its URL handshakes (Slack, Zoom, Twitch…) answered as the provider expects, storing nothing whatever body or query rides along; ?raw= is ignored.',
         params: InboxParamsSchema,
         querystring: InboxQuerySchema,
         headers: Type.Object({
@@ -129,42 +137,43 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
       },
       handler: async (request, reply) => {
         const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
+        // The sender's path, the raw path and the JSON path are alternatives: exactly one of
+        // them answers, by the value returned here, and none goes on after another.
         if (address.hasSender) {
           const kept = Buffer.isBuffer(request.body) ? request.body : (request as WithBytes).inboxBytes;
           const bytes = Buffer.isBuffer(kept) ? kept : Buffer.alloc(0);
-          const answered = await senderInbox(request, reply, address, bytes);
-          if (answered) return answered;
+          const outcome = await receiveFromSender(request, address, bytes);
+          if (outcome.kind !== 'no_sender') return senderAnswer(request, reply, outcome);
         }
-        const decodeError = undecodable.get(request);
-        if (decodeError) throw withHint(decodeError);
-        const header = request.headers['idempotency-key'];
-        const key = typeof header === 'string' ? header : undefined;
-        const rawType = rawCaptureType(request.query);
-        let input: DeliveryInput;
-        if (rawType !== undefined) {
-          input = captureRequest(request.headers, rawBody(request), rawType, droppedHeader);
-        } else {
-          if (request.validationError) {
-            const error = request.validationError as Error & { validation?: []; validationContext?: string };
-            const refusal = new RoostError(
-              'invalid_request',
-              400,
-              validationMessage(error.validation ?? [], error.validationContext),
-            );
-            throw isShapeError(error) ? withHint(refusal) : refusal;
-          }
-          input = request.body;
-        }
-        const result = await service.deliver(address, input, key, 'http');
-        return reply.code(result.status).send(result.body);
+        const result = await service.deliver(address, plainDelivery(request), idempotencyHeader(request), 'http');
+        reply.code(result.status);
+        return result.body;
       },
     },
   );
 
-  /** The sender's path (docs/api.md §3.2), or undefined when the sender was cleared meanwhile. */
-  const senderInbox = (request: FastifyRequest, reply: FastifyReply, address: AddressRecord, bytes: Buffer) =>
-    deliverFromSender(app.roost, request, reply, address, bytes, (type) =>
-      captureRequest(request.headers, bytes, type ?? senderCaptureType(request.query as RawQuery), droppedHeader),
+  /** An inbox without a sender: raw capture (?raw=1, §3.1) or a CreateEvent body (§3). */
+  function plainDelivery(request: FastifyRequest<{ Querystring: RawQuery; Body: DeliveryInput }>): DeliveryInput {
+    const decodeError = undecodable.get(request);
+    if (decodeError) throw withHint(decodeError);
+    const rawType = rawCaptureType(request.query);
+    if (rawType !== undefined) return captureRequest(request.headers, rawBody(request), rawType, droppedHeader);
+    if (request.validationError) {
+      const error = request.validationError as Error & { validation?: []; validationContext?: string };
+      const refusal = new RoostError(
+        'invalid_request',
+        400,
+        validationMessage(error.validation ?? [], error.validationContext),
+      );
+      throw isShapeError(error) ? withHint(refusal) : refusal;
+    }
+    return request.body;
+  }
+
+  /** The request handed to the core's sender policy (docs/api.md §3.2); it decides and stores. */
+  const receiveFromSender = (request: FastifyRequest, address: InboxAddress, bytes: Buffer) =>
+    service.receiveFromSender(address, senderRequestOf(request, bytes, config.baseUrl), (type, body) =>
+      captureRequest(request.headers, body, type ?? senderCaptureType(request.query as RawQuery), droppedHeader),
     );
 
   // GET answers only a sender's URL handshake (Meta, Microsoft Graph, Dropbox…); a wrong
@@ -182,10 +191,11 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
     },
     handler: async (request, reply) => {
       const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
-      const answered = address.hasSender ? await senderInbox(request, reply, address, Buffer.alloc(0)) : undefined;
-      if (answered) return answered;
-      reply.header('Allow', 'POST');
-      throw new RoostError('method_not_allowed', 405, 'This inbox takes deliveries by POST.');
+      if (address.hasSender) {
+        const outcome = await receiveFromSender(request, address, Buffer.alloc(0));
+        if (outcome.kind !== 'no_sender') return senderAnswer(request, reply, outcome);
+      }
+      throw new RoostError('method_not_allowed', 405, 'This inbox takes deliveries by POST.', { Allow: 'POST' });
     },
   });
 }

@@ -4,6 +4,7 @@
 // notification's `clientState` is one of the secrets (Graph has no HMAC; compared in constant
 // time). Type: `microsoft_graph.` + the first notification's `changeType` (created, updated,
 // deleted) or `lifecycleEvent` (reauthorizationRequired…); key: none (Graph sends no delivery id).
+// The clientState is the sender's secret: what is stored has every clientState replaced.
 import type { ProviderEventFields, SenderProvider, SenderRequest, SenderSettings, SenderVerdict } from '../provider.js';
 import {
   eventType,
@@ -46,11 +47,55 @@ function checkClientStates(notifications: unknown, settings: SenderSettings): 'm
   return matches ? 'ok' : 'mismatch';
 }
 
+/** What every clientState is replaced with in what is stored (docs/api.md §3.2). */
+export const CLIENT_STATE_REPLACEMENT = '[REDACTED]';
+
+/** Replaces every `clientState` member, at any depth, in place; whether there was one. */
+function replaceClientStates(root: unknown): boolean {
+  let replaced = false;
+  // A stack, not recursion: the body is a stranger's, nested as deep as it likes.
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value !== 'object' || value === null) continue;
+    if (Array.isArray(value)) {
+      for (const item of value as unknown[]) stack.push(item);
+      continue;
+    }
+    const record = value as Record<string, unknown>;
+    for (const name of Object.keys(record)) {
+      if (name === 'clientState') {
+        record[name] = CLIENT_STATE_REPLACEMENT;
+        replaced = true;
+      } else stack.push(record[name]);
+    }
+  }
+  return replaced;
+}
+
+/**
+ * The body to store: re-serialised without its clientStates, or undefined when it has none
+ * (or is not JSON, and so no notification Graph sent).
+ */
+function storableBody(parsed: unknown): Buffer | undefined {
+  if (!replaceClientStates(parsed)) return undefined;
+  try {
+    return Buffer.from(JSON.stringify(parsed), 'utf8');
+  } catch {
+    // Too deep to write back: keep nothing of it rather than the secret.
+    return Buffer.alloc(0);
+  }
+}
+
 function verifyNotifications(request: SenderRequest, settings: SenderSettings): SenderVerdict {
-  const notifications = member(parseJson(request.body), 'value');
+  const body = parseJson(request.body);
+  const notifications = member(body, 'value');
   const fields = eventFields(notifications);
   const check = checkClientStates(notifications, settings);
-  return check === 'ok' ? verified(fields) : unverified(check, fields);
+  // Checked first: the replacement changes the parsed body in place.
+  const storedBody = storableBody(body);
+  const stored = storedBody === undefined ? fields : { ...fields, storedBody };
+  return check === 'ok' ? verified(stored) : unverified(check, stored);
 }
 
 export const microsoftGraphProvider: SenderProvider = {

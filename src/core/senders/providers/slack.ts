@@ -33,7 +33,8 @@ function readBody(request: SenderRequest): unknown {
 function eventFields(body: unknown): ProviderEventFields {
   const outer = member(body, 'type');
   const type = outer === 'event_callback' ? member(member(body, 'event'), 'type') : outer;
-  return { type: eventType('slack', type), idempotencyKey: deliveryKey(member(body, 'event_id')) };
+  // event_id is inside the signed body.
+  return { type: eventType('slack', type), idempotencyKey: deliveryKey(member(body, 'event_id')), keySigned: true };
 }
 
 export const slackProvider: SenderProvider = {

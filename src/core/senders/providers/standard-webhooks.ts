@@ -54,6 +54,8 @@ export const standardWebhooksProvider: SenderProvider = {
     const fields = {
       type: eventType(member(parseJson(request.body), 'type')),
       idempotencyKey: deliveryKey(id),
+      // webhook-id is the first part of the signed content.
+      keySigned: true,
     };
     const timestamp = unixSeconds(signedHeader(request, 'timestamp'));
     const signatures = v1Signatures(signedHeader(request, 'signature'));

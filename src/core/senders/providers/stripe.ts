@@ -45,7 +45,12 @@ function parseSignatureHeader(value: string | undefined): StripeSignature | unde
 
 function eventFields(request: SenderRequest) {
   const body = parseJson(request.body);
-  return { type: eventType('stripe', member(body, 'type')), idempotencyKey: deliveryKey(member(body, 'id')) };
+  // The event id is inside the signed body.
+  return {
+    type: eventType('stripe', member(body, 'type')),
+    idempotencyKey: deliveryKey(member(body, 'id')),
+    keySigned: true,
+  };
 }
 
 export const stripeProvider: SenderProvider = {

@@ -1,10 +1,11 @@
 // Twilio (https://www.twilio.com/docs/usage/webhooks/webhooks-security): `X-Twilio-Signature` is
 // base64 HMAC-SHA1(auth token, the full URL Twilio called + each POST parameter's name and value,
 // sorted by name); for a JSON body the URL carries `bodySHA256` (the body's hex SHA-256) and is
-// signed alone. The URL is tried with and without its default port, as Twilio's SDK does; Twilio
-// signs no timestamp. Type: `twilio.message.` + MessageStatus/SmsStatus or `twilio.call.` +
-// CallStatus for a form, `twilio.` + `type` for a JSON event (Event Streams: its first event's);
-// key: `I-Twilio-Idempotency-Token`.
+// signed alone; any other body is covered by no signature, so it is a mismatch. The URL is
+// tried with and without its default port, as Twilio's SDK does; Twilio signs no timestamp.
+// Type: `twilio.message.` + MessageStatus/SmsStatus or `twilio.call.` + CallStatus for a form,
+// `twilio.` + `type` for a JSON event (Event Streams: its first event's); key:
+// `I-Twilio-Idempotency-Token`, which is not signed.
 import { createHash } from 'node:crypto';
 import type { ProviderEventFields, SenderProvider, SenderRequest } from '../provider.js';
 import {
@@ -84,6 +85,9 @@ export const twilioProvider: SenderProvider = {
       const expected = createHash('sha256').update(request.body).digest();
       const provided = decodeHex(bodyHash);
       if (!provided || !sameBytes(provided, expected)) return unverified('mismatch', fields);
+    } else if (!form) {
+      // Neither a form nor a body hash: only the URL was signed, and the body is anyone's.
+      return unverified('mismatch', fields);
     }
     return verified(fields);
   },

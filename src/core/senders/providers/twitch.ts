@@ -38,6 +38,8 @@ function eventFields(request: SenderRequest, messageType: string | undefined) {
   return {
     type: messageType === 'revocation' ? 'twitch.revocation' : eventType('twitch', subscription),
     idempotencyKey: deliveryKey(header(request, 'twitch-eventsub-message-id')),
+    // The message id is the first part of the signed message.
+    keySigned: true,
   };
 }
 
