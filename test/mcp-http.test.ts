@@ -60,7 +60,8 @@ describe('MCP over HTTP', () => {
       400,
       -32700,
     );
-    assertJsonRpcError(await post({ headers: ACCEPT, body: { hello: 'world' } }), 400, -32700);
+    // Valid JSON that is not a JSON-RPC message: Invalid Request, not Parse error (JSON-RPC §5.1).
+    assertJsonRpcError(await post({ headers: ACCEPT, body: { hello: 'world' } }), 400, -32600);
     assertJsonRpcError(
       await post({ headers: { ...ACCEPT, 'content-type': 'text/plain' }, rawBody: '{}' }),
       415,
