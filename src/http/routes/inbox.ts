@@ -132,8 +132,9 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
         if (address.hasSender) {
           const kept = Buffer.isBuffer(request.body) ? request.body : (request as WithBytes).inboxBytes;
           const bytes = Buffer.isBuffer(kept) ? kept : Buffer.alloc(0);
-          const answered = await senderInbox(request, reply, address, bytes);
-          if (answered) return answered;
+          await senderInbox(request, reply, address, bytes);
+          // A reply is thenable: awaited, it yields undefined, so whether it went is asked of it.
+          if (reply.sent) return reply;
         }
         const decodeError = undecodable.get(request);
         if (decodeError) throw withHint(decodeError);
