@@ -24,7 +24,7 @@ interface Signed {
 }
 
 /** Per provider: the configure_sender arguments REST would take, and a delivery it signs. */
-const PROVIDERS: Record<string, { extra?: Record<string, unknown>; sign(secret: string, url: string): Signed }> = {
+const PROVIDERS: Record<string, { extra?: Record<string, unknown>; sign: (secret: string, url: string) => Signed }> = {
   github: {
     sign: (secret) => {
       const body = JSON.stringify({ ref: 'refs/heads/main' });
