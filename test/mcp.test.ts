@@ -312,6 +312,23 @@ describe('MCP tools', () => {
     await eventually(() => server.roost.waiters.held === heldBefore, 'the held poll to be freed');
   });
 
+  it('cancelling a held poll_events (notifications/cancelled, sent on a request of its own) frees it at once', async () => {
+    const address = await createAddress(server.url);
+    const client = await open(`/mcp/${address.id}`, address.token);
+    const heldBefore = server.roost.waiters.held;
+    const cancel = new AbortController();
+    const polled = client
+      .callTool({ name: 'poll_events', arguments: { wait: 25 } }, undefined, { signal: cancel.signal })
+      .catch((error: Error) => error);
+    await eventually(() => server.roost.waiters.held > heldBefore, 'the poll to be held');
+    cancel.abort('the agent moved on');
+    assert.ok((await polled) instanceof Error);
+    // Within eventually's 5 s, far below the 25 s the poll would otherwise hold its slot.
+    await eventually(() => server.roost.waiters.held === heldBefore, 'the cancelled poll to be freed');
+    // The same client goes on working.
+    assert.deepEqual(assertOk(await call(client, 'poll_events')).events, []);
+  });
+
   it('delete_return_address removes the address; later calls answer address_not_found', async () => {
     const created = await createdOverMcp();
     const client = await open(`/mcp/${created.address.id}`, created.credentials.read_token);
