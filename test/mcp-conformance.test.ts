@@ -118,9 +118,12 @@ describe('the official MCP conformance suite and MCP Inspector', () => {
       });
     const url = `http://127.0.0.1:${port}/mcp/${address.id}`;
     const auth = `Authorization: Bearer ${address.token}`;
-    const listed = JSON.parse((await inspector(url, '--transport', 'http', '--method', 'tools/list')).stdout);
+    // The two commands of docs/mcp.md, as written there.
+    const listed = JSON.parse(
+      (await inspector(url, '--transport', 'http', '--header', auth, '--method', 'tools/list')).stdout,
+    );
     assert.ok(listed.tools.some((tool: { name: string }) => tool.name === 'poll_events'));
-    const called = JSON.parse(
+    const polled = JSON.parse(
       (
         await inspector(
           url,
@@ -131,11 +134,13 @@ describe('the official MCP conformance suite and MCP Inspector', () => {
           '--method',
           'tools/call',
           '--tool-name',
-          'get_return_address',
+          'poll_events',
+          '--tool-arg',
+          'after=0',
         )
       ).stdout,
     );
-    assert.equal(called.isError ?? false, false, JSON.stringify(called));
-    assert.equal(called.structuredContent.address.id, address.id);
+    assert.equal(polled.isError ?? false, false, JSON.stringify(polled));
+    assert.deepEqual(polled.structuredContent, { events: [], next_cursor: 0, has_more: false, latest_sequence: 0 });
   });
 });
