@@ -311,7 +311,7 @@ describe('MCP Host and Origin checks (DNS rebinding) and CORS', () => {
         assert.equal(res.status, 200, `${name}: ${res.text}`);
       }
       for (const headers of [
-        { host: `localhost:${port + 1}` },
+        { host: `localhost:${port + 1}` } as Record<string, string>,
         { host: 'evil.example.com' },
         { host: `localhost:${port}`, origin: 'http://evil.example.com' },
         { host: `localhost:${port}`, origin: `http://127.0.0.1:${port + 1}` },
