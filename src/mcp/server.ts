@@ -1,7 +1,7 @@
 // Builds the MCP server of one request (docs/api.md §7): the SDK's protocol Server with Roost's
-// tools, and the rendering of their outcomes — structuredContent plus a text rendering on
-// success, a tool error carrying the REST code and message on failure. The tool list (JSON
-// Schemas converted from zod) is built once per endpoint kind, not per request.
+// tools, and the rendering of their outcomes — structuredContent plus the same JSON as text
+// on success, a tool error carrying the REST code and message on failure. The tool list (JSON
+// Schemas converted from zod, made compact) is built once per endpoint kind, not per request.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { toJsonSchemaCompat } from '@modelcontextprotocol/sdk/server/zod-json-schema-compat.js';
 import {

@@ -1,6 +1,6 @@
 // The MCP tools (docs/api.md §7): each one is a thin call of a core operation in
 // core/service.ts — the same ones the REST routes call — plus its description, argument
-// and result schemas, annotations and text rendering. No second implementation.
+// and result schemas and annotations. No second implementation.
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { RoostError, invalidRequest, rateLimited, unauthorized } from '../core/errors.js';
