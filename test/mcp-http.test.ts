@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { Ajv } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { eventually } from './helpers/engines.js';
 import { createAddress, request, type WireResponse } from './helpers/http.js';
@@ -246,10 +247,12 @@ describe('MCP tools/list: small, and schemas that strict validators compile', ()
 
   it('every input and output schema compiles in Ajv strict mode, without ajv-formats', async () => {
     const res = await raw(server.url, 'POST', '/mcp', {}, LIST);
-    const ajv = new Ajv2020({ strict: true });
-    for (const tool of res.json.result.tools) {
-      for (const schema of [tool.inputSchema, tool.outputSchema]) {
-        assert.doesNotThrow(() => ajv.compile(schema), `${tool.name}: ${JSON.stringify(schema)}`);
+    // MCP's default dialect (2020-12), and Ajv's default class (draft-07), which the SDK client uses.
+    for (const ajv of [new Ajv2020({ strict: true }), new Ajv({ strict: true })]) {
+      for (const tool of res.json.result.tools) {
+        for (const schema of [tool.inputSchema, tool.outputSchema]) {
+          assert.doesNotThrow(() => ajv.compile(schema), `${tool.name}: ${JSON.stringify(schema)}`);
+        }
       }
     }
   });
