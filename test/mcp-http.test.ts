@@ -105,6 +105,7 @@ describe('MCP over HTTP', () => {
       'next_cursor',
       'poll_events',
       'untrusted',
+      'endpoints.webhook_url',
     ]) {
       assert.ok(res.text.includes(needle), `llms.txt should mention ${needle}`);
     }
@@ -387,5 +388,33 @@ describe('MCP Host and Origin checks (DNS rebinding) and CORS', () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('endpoints.webhook_url: the URL to hand a third-party sender', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer('sqlite');
+  });
+  after(async () => server.close());
+
+  it('REST creation names it beside inbox_url; a sender posting its own JSON is stored there, refused at inbox_url', async () => {
+    const created = await request(server.url, 'POST', '/api/v1/addresses', { body: {} });
+    assert.equal(created.status, 201);
+    const { inbox_url: inboxUrl, webhook_url: webhookUrl } = created.body.endpoints;
+    assert.equal(webhookUrl, `${inboxUrl}?raw=1`);
+    // A provider's own payload, as GitHub would post it.
+    const own = { action: 'opened', id: 7, repository: { full_name: 'o/r' } };
+    const local = (url: string) => `${new URL(url).pathname}${new URL(url).search}`;
+    assert.equal((await request(server.url, 'POST', local(inboxUrl), { body: own })).status, 400);
+    const stored = await request(server.url, 'POST', local(webhookUrl), { body: own });
+    assert.equal(stored.status, 202, stored.text);
+  });
+
+  it('the create tool and the server instructions say which URL to hand out', async () => {
+    const list = await raw(server.url, 'POST', '/mcp', {}, LIST);
+    const create = list.json.result.tools.find((tool: { name: string }) => tool.name === 'create_return_address');
+    assert.match(create.description, /webhook_url: give it to a third-party sender/);
+    assert.match(create.description, /inbox_url takes only Roost event JSON/);
   });
 });
