@@ -197,7 +197,7 @@ export function buildMcpServer(context: McpRequestContext): Server {
     if (request.params?.cursor !== undefined) {
       throw new JsonRpcError(
         ErrorCode.InvalidParams,
-        'Invalid params: "cursor" is unknown; list the tools without one.',
+        'Invalid params: "params.cursor": no cursor was given out; list the tools without one.',
       );
     }
     return list;
