@@ -5,7 +5,7 @@
 // The scenarios of capabilities Roost does not offer are in one baseline file, with reasons.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,14 +108,48 @@ describe('the official MCP conformance suite and MCP Inspector', () => {
     });
   }
 
-  it('MCP Inspector (CLI, --transport http) lists the tools and calls one, as docs/mcp.md says', async () => {
-    // Its catalog in a folder of the test's, not the user's home.
-    const home = mkdtempSync(join(tmpdir(), 'roost-inspector-'));
-    dirs.push(home);
-    const inspector = (...args: string[]) =>
+  /** MCP Inspector's CLI, keeping its files (catalog, storage) in `home`, not the user's. */
+  const inspectorIn =
+    (home: string) =>
+    (...args: string[]) =>
       run(process.execPath, [INSPECTOR, '--cli', ...args], {
-        env: { ...process.env, MCP_CATALOG_PATH: join(home, 'mcp.json') },
+        env: { ...process.env, HOME: home, MCP_INSPECTOR_SECRET_STORE: 'memory' },
       });
+  let home: string;
+  before(() => {
+    home = mkdtempSync(join(tmpdir(), 'roost-inspector-'));
+    dirs.push(home);
+  });
+
+  it('the mcpServers entry of docs/mcp.md, as written, works in MCP Inspector', async () => {
+    const doc = readFileSync(join(ROOT, 'docs', 'mcp.md'), 'utf8');
+    const entry = [...doc.matchAll(/```json\n([\s\S]*?)```/g)]
+      .map((block) => block[1])
+      .find((text) => text.includes('"headers"'));
+    assert.ok(entry, 'docs/mcp.md shows an mcpServers entry with headers');
+    // Only the example's address, token and port are replaced: the rest is the doc's own text.
+    const written = entry
+      .replace(/http:\/\/localhost:3000\/mcp\/addr_\w+/, `http://localhost:${port}/mcp/${address.id}`)
+      .replace('roost_read_…', address.token);
+    const config = join(home, 'mcp-servers.json');
+    writeFileSync(config, written);
+    const result = await inspectorIn(home)(
+      '--config',
+      config,
+      '--server',
+      'roost',
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'get_return_address',
+    );
+    const called = JSON.parse(result.stdout);
+    assert.equal(called.isError ?? false, false, JSON.stringify(called));
+    assert.equal(called.structuredContent.address.id, address.id);
+  });
+
+  it('MCP Inspector (CLI, --transport http) lists the tools and calls one, as docs/mcp.md says', async () => {
+    const inspector = inspectorIn(home);
     const url = `http://127.0.0.1:${port}/mcp/${address.id}`;
     const auth = `Authorization: Bearer ${address.token}`;
     // The two commands of docs/mcp.md, as written there.
