@@ -56,7 +56,16 @@ export const CreateAddressResponseSchema = Type.Object(
     ),
     endpoints: Type.Object(
       {
-        inbox_url: Type.String({ format: 'uri', description: 'Secret-bearing, write-only: give it to the sender.' }),
+        inbox_url: Type.String({
+          format: 'uri',
+          description:
+            "Secret-bearing, write-only: takes Roost's event JSON ({type, data, …}), e.g. from your own code.",
+        }),
+        webhook_url: Type.String({
+          format: 'uri',
+          description:
+            'inbox_url + "?raw=1": stores whatever is posted, as sent. Give this one to a third-party sender (GitHub, Stripe, any webhook).',
+        }),
         events_url: Type.String({ format: 'uri', description: 'The ordered queue; read with the bearer token.' }),
         mcp_url: Type.String({ format: 'uri', description: 'Streamable HTTP MCP server bound to this address.' }),
         inspect_url: Type.String({

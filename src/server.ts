@@ -121,7 +121,9 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
   startLogger.info(
     { http: url, baseUrl: config.baseUrl, smtpPort, storage: storage.description, clientIp },
     `Roost listening on ${url} (SMTP ${smtpPort ?? 'off'}, storage ${storage.description}` +
-      `${config.trustProxy === false ? '' : `, client IP: ${clientIp}`})`,
+      `${config.trustProxy === false ? '' : `, client IP: ${clientIp}`}` +
+      // Without a base URL, MCP believes loopback Host names only (DNS rebinding, docs/mcp.md).
+      `${config.baseUrlFromPort ? ', no ROOST_BASE_URL: MCP takes loopback Host names only' : ''})`,
   );
   logger.flush(); // out now, not with the next block of lines (see logger.ts)
 

@@ -235,6 +235,8 @@ export class RoostService {
         credentials: { read_token: readToken, note: CREDENTIALS_NOTE },
         endpoints: {
           inbox_url: `${base}/api/v1/inbox/${id}/${ingressSecret}`,
+          // The URL for a third-party sender: its own payload is stored as sent (docs/api.md §3.1).
+          webhook_url: `${base}/api/v1/inbox/${id}/${ingressSecret}?raw=1`,
           events_url: `${base}/api/v1/addresses/${id}/events`,
           mcp_url: `${base}/mcp/${id}`,
           inspect_url: `${base}/inspect/${id}`,

@@ -25,19 +25,22 @@ to a file, readable by you alone:
     -d '{"name":"deploy callback","task_id":"task-42","expires_in_seconds":86400}' -o roost.json
 
 POST /api/v1/addresses gives \`address.id\` (addr_...), \`address.email\`,
-\`credentials.read_token\` (roost_read_...), \`endpoints.inbox_url\` (a write-only secret),
-\`endpoints.events_url\`, \`endpoints.mcp_url\` and \`endpoints.inspect_url\` (a page for
-people: inspect_url#token=<token>). A later run reads them back from roost.json.`;
+\`credentials.read_token\` (roost_read_...), \`endpoints.webhook_url\` and
+\`endpoints.inbox_url\` (write-only secrets), \`endpoints.events_url\`, \`endpoints.mcp_url\`
+and \`endpoints.inspect_url\` (a page for people: inspect_url#token=<token>). A later run
+reads them back from roost.json.`;
 
-const deliver = (base: string) => `## 2. Hand out the inbox URL (or the email address)
+const deliver = (base: string) => `## 2. Hand out the webhook URL (or the email address)
 
-POST /api/v1/inbox/$ADDRESS_ID/$SECRET (= \`endpoints.inbox_url\`) takes JSON
+Give a third-party sender (GitHub, Stripe, a form, any webhook) \`endpoints.webhook_url\`:
+it stores whatever the sender posts, as sent. Never give it the inbox URL: the sender's
+own JSON would get 400, which only the sender sees, and you would wait for nothing.
+POST /api/v1/inbox/$ADDRESS_ID/$SECRET (= \`endpoints.inbox_url\`) is for your own code; it takes JSON
 {\`type\`, \`source\`, \`data\`, \`metadata\`, \`dedupe_key\`}; the sender's own payload goes
 in \`data\`. An Idempotency-Key header makes a retry return the first event with
 \`duplicate\`: true (keys of HTTP deliveries and of emails never match each other).
   curl -s -X POST "$INBOX_URL" -H 'content-type: application/json' -d '{"data":{"ok":true}}'
-Webhook senders that post their own format (GitHub, Stripe, forms): give them
-"$INBOX_URL?raw=1", which stores any body as sent. Verify their signature over the bytes
+\`webhook_url\` is "$INBOX_URL?raw=1". Verify a sender's signature over the bytes
 of \`data.body_base64\` (base64-decode, then HMAC), never over \`data.body\` serialised again.
 The base URL is ${base}.`;
 
@@ -68,7 +71,8 @@ probably forged; none = unverified. Trust a sender only on pass.`;
 
 const mcp = (base: string) => `## 5. MCP (Streamable HTTP)
 
-${base}/mcp, in three calls: create_return_address {name} -> save the result; poll_events
+${base}/mcp, in three calls: create_return_address {name} -> save the result and give
+\`endpoints.webhook_url\` to the sender; poll_events
 {address_id, after, wait, unacked} (read token in "Authorization: Bearer" or the
 read_token argument); ack_event {address_id, event_id} or {up_to_sequence}. Then
 delete_return_address. \`endpoints.mcp_url\` is the same server bound to one address

@@ -7,13 +7,21 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
+import { HeldCalls, callerKey } from '../../mcp/held-calls.js';
+import { cancelledIds, envelopeProblem, singleRequest, type JsonRpcId } from '../../mcp/jsonrpc.js';
+import { originPolicy, type OriginPolicy } from '../../mcp/origins.js';
 import { isJsonMediaType, mediaType, rawBody } from '../body.js';
 import { AddressParamsSchema } from './addresses.js';
 import { clientGone, optionalBearerSecurity } from './common.js';
 import { clientKey } from '../client-ip.js';
 
 /** JSON-RPC 2.0's own error codes, and the SDK's "server error" for transport-level refusals. */
-const ErrorCode = { ParseError: -32700, InvalidRequest: -32600, InternalError: -32603 } as const;
+const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  InvalidParams: -32602,
+  InternalError: -32603,
+} as const;
 const SERVER_ERROR = -32000;
 
 /**
@@ -23,6 +31,7 @@ const SERVER_ERROR = -32000;
 let sdk:
   | Promise<{
       buildMcpServer: typeof import('../../mcp/server.js').buildMcpServer;
+      paramsProblem: typeof import('../../mcp/server.js').paramsProblem;
       Transport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
     }>
   | undefined;
@@ -32,6 +41,7 @@ const loadSdk = () =>
     import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
   ]).then(([server, http]) => ({
     buildMcpServer: server.buildMcpServer,
+    paramsProblem: server.paramsProblem,
     Transport: http.StreamableHTTPServerTransport,
   })));
 
@@ -41,10 +51,16 @@ function jsonRpcError(
   code: number,
   message: string,
   headers: Record<string, string> = {},
+  id: JsonRpcId | null = null,
 ) {
   for (const [name, value] of Object.entries(headers)) reply.header(name, value);
-  return reply.code(status).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
+  return reply.code(status).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id });
 }
+
+/** What a browser client may send and read across origins (CORS, for ROOST_MCP_ALLOWED_ORIGINS). */
+const CORS_ALLOW_METHODS = 'POST, GET, DELETE, OPTIONS';
+const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID';
+const CORS_EXPOSE_HEADERS = 'Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate';
 
 /**
  * The JSON-RPC body. Fastify hands every body over as bytes (http/app.ts); a JSON one is
@@ -57,17 +73,6 @@ function parseBody(request: FastifyRequest): { ok: true; body: unknown } | { ok:
     return { ok: true, body: JSON.parse(rawBody(request).toString('utf8')) };
   } catch {
     return { ok: false };
-  }
-}
-
-/** Whether a Host header names the base URL's host and port (default ports omitted or not). */
-function sameHost(host: string | undefined, base: URL): boolean {
-  if (host === undefined) return false;
-  try {
-    const seen = new URL(`${base.protocol}//${host}`);
-    return seen.hostname === base.hostname && seen.port === base.port;
-  } catch {
-    return false;
   }
 }
 
@@ -93,12 +98,24 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
   // DNS rebinding (MCP transport spec, "Security Warning"): a page on another origin, or on
   // a name rebound to this host, must not drive the tools from a browser. Requests without
   // Origin (every non-browser client) pass; a browser's Origin must be the service's own
-  // or a configured one. With ROOST_BASE_URL set, the Host must be the base URL's too.
-  const baseUrl = () => new URL(config.baseUrl);
-  const allowedOrigins = new Set(config.mcpAllowedOrigins);
+  // or a configured one, and gets CORS headers. The Host must name the service: the base
+  // URL's host, or any loopback name of its port when the service is on loopback or has no
+  // base URL (mcp/origins.ts).
+  let policy: { baseUrl: string; policy: OriginPolicy } | undefined;
+  const currentPolicy = () => {
+    // The base URL made up from the port is only known once the server listens.
+    if (policy?.baseUrl !== config.baseUrl) {
+      policy = {
+        baseUrl: config.baseUrl,
+        policy: originPolicy(config.baseUrl, config.baseUrlFromPort, config.mcpAllowedOrigins),
+      };
+    }
+    return policy.policy;
+  };
   app.addHook('onRequest', (request, reply, done) => {
-    const origin = request.headers.origin;
-    if (origin !== undefined && origin !== baseUrl().origin && !allowedOrigins.has(origin)) {
+    const { origin, host } = request.headers;
+    const checks = currentPolicy();
+    if (origin !== undefined && !checks.originAllowed(origin)) {
       metrics.refusals.inc({ code: 'forbidden_origin' });
       void jsonRpcError(
         reply,
@@ -108,31 +125,67 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
       );
       return;
     }
-    if (!config.baseUrlFromPort && !sameHost(request.headers.host, baseUrl())) {
+    if (!checks.hostAllowed(host)) {
       metrics.refusals.inc({ code: 'forbidden_host' });
       void jsonRpcError(
         reply,
         403,
         SERVER_ERROR,
-        'Forbidden: the Host header does not name this service (ROOST_BASE_URL).',
+        config.baseUrlFromPort
+          ? 'Forbidden: without ROOST_BASE_URL only loopback Host names (localhost, 127.0.0.1, [::1]) are accepted.'
+          : 'Forbidden: the Host header does not name this service (ROOST_BASE_URL).',
       );
       return;
     }
+    if (origin !== undefined) {
+      // On the raw response: the POST handler hands the response to the SDK, past Fastify's headers.
+      reply.raw.setHeader('Access-Control-Allow-Origin', origin);
+      reply.raw.setHeader('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS);
+    }
+    reply.raw.setHeader('Vary', 'Origin');
     done();
   });
+
+  // The CORS preflight of a browser client; the hook above has refused foreign origins.
+  const preflight = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.headers.origin !== undefined) {
+      reply.header('Access-Control-Allow-Methods', CORS_ALLOW_METHODS);
+      reply.header('Access-Control-Allow-Headers', CORS_ALLOW_HEADERS);
+      reply.header('Access-Control-Max-Age', '600');
+    }
+    return reply.code(204).header('Allow', CORS_ALLOW_METHODS).send();
+  };
+
+  // Calls in progress, so that a cancellation sent on another request finds its call.
+  const held = new HeldCalls();
 
   const handle = async (request: FastifyRequest<{ Params: { addressId?: string } }>, reply: FastifyReply) => {
     const parsed = parseBody(request);
     if (!parsed.ok) return jsonRpcError(reply, 400, ErrorCode.ParseError, 'Parse error: Invalid JSON');
+    const body = parsed.body;
+    if (body !== null) {
+      const problem = envelopeProblem(body);
+      if (problem) return jsonRpcError(reply, 400, ErrorCode.InvalidRequest, problem.message, {}, problem.id);
+    }
 
-    const { buildMcpServer, Transport } = await loadSdk();
+    const { buildMcpServer, paramsProblem, Transport } = await loadSdk();
+    const single = singleRequest(body);
+    const badParams = single && paramsProblem(single.method, body);
+    if (single && badParams) {
+      // As the SDK answers a request it cannot serve: a JSON-RPC error in a 200 answer.
+      return jsonRpcError(reply, 200, ErrorCode.InvalidParams, badParams, {}, single.id);
+    }
+    const clientIp = clientKey(request.ip);
+    const caller = callerKey(request.headers.authorization, clientIp);
+    for (const { id, reason } of cancelledIds(body)) held.cancel(caller, id, reason);
+
     // From here the SDK writes the response itself.
     reply.hijack();
     const server = buildMcpServer({
       service,
       boundAddressId: request.params.addressId,
       authorization: request.headers.authorization,
-      clientIp: clientKey(request.ip),
+      clientIp,
       signal: clientGone(reply),
       onInternalError: (error) => {
         metrics.storageErrors.inc();
@@ -140,13 +193,28 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
       },
     });
     const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    let release = () => {};
+    if (single?.method === 'tools/call') {
+      // A cancellation arriving on another request: handed to this request's server as if it
+      // had come here, so that the SDK ends the call and sends no response (MCP
+      // "Cancellation"); the HTTP request then ends without one.
+      release = held.add(caller, single.id, (reason) => {
+        transport.onmessage?.({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: single.id, ...(reason === undefined ? {} : { reason }) },
+        });
+        if (!reply.raw.headersSent) reply.raw.writeHead(202).end();
+      });
+    }
     reply.raw.on('close', () => {
+      release();
       void transport.close();
       void server.close();
     });
     try {
       await server.connect(transport);
-      await transport.handleRequest(request.raw, reply.raw, parsed.body);
+      await transport.handleRequest(request.raw, reply.raw, body);
     } catch (error) {
       request.log.error({ err: error }, 'MCP request failed');
       if (!reply.raw.headersSent) {
@@ -213,5 +281,6 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
   );
   for (const url of ['/mcp', '/mcp/:addressId']) {
     app.route({ method: ['GET', 'DELETE', 'PUT', 'PATCH'], url, schema: { hide: true }, handler: methodNotAllowed });
+    app.options(url, { schema: { hide: true } }, preflight);
   }
 }
