@@ -204,6 +204,7 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
         <section class="detail-pane" aria-label="Event detail">
           {current ? (
             <EventDetail
+              key={current.sequence}
               event={current}
               readOnly={readOnly}
               inboxUrl={inboxUrl}

@@ -77,8 +77,10 @@ const CURL_OWN_HEADERS = new Set(['host', 'content-length', 'expect']);
  * the CreateEvent body of an ordinary delivery. `inboxUrl` is the secret URL when known.
  */
 export function curlCommand(event: RoostEvent, inboxUrl: string | undefined): string {
-  const url = inboxUrl ?? '$INBOX_URL';
-  const quotedUrl = (query: string) => (inboxUrl ? shellQuote(url + query) : `"${url}${query}"`);
+  // The placeholder stays a variable for the shell to fill; everything else is single-quoted,
+  // so no `!`, `$` or backquote in an event's type is ever expanded.
+  const quotedUrl = (query: string) =>
+    inboxUrl ? shellQuote(inboxUrl + query) : `"$INBOX_URL"${query ? shellQuote(query) : ''}`;
   const raw = asRawCapture(event);
   if (raw) {
     const query = event.type === 'webhook.received' ? '?raw=1' : `?raw=1&type=${encodeURIComponent(event.type)}`;
