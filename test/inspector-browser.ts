@@ -1,6 +1,8 @@
 // What the inspector's browser tests share: Debian's Chromium under playwright-core, the
 // address's page URL with its fragment, mail sent over real SMTP, and watching a page.
-import { existsSync } from 'node:fs';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import nodemailer, { type SendMailOptions } from 'nodemailer';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { CreatedAddress } from './helpers/http.js';
@@ -70,4 +72,14 @@ export async function sendMail(server: TestServer, to: string, mail: SendMailOpt
   });
   await transport.sendMail({ ...mail, to });
   transport.close();
+}
+
+/** Where screenshots go: docs/inspector/ on request; otherwise they are taken and dropped. */
+const SCREENSHOT_DIR =
+  process.env.ROOST_TEST_SCREENSHOTS === 'docs' ? join(import.meta.dirname, '..', 'docs', 'inspector') : undefined;
+
+export async function shoot(page: Page, name: string, fullPage = false): Promise<void> {
+  if (SCREENSHOT_DIR) mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const image = await page.screenshot({ path: SCREENSHOT_DIR && join(SCREENSHOT_DIR, `${name}.png`), fullPage });
+  assert.ok(image.length > 0);
 }

@@ -1,6 +1,6 @@
 // One event in full: its fields, metadata and dedupe key; the email, raw request or JSON it
 // carries; "copy as curl"; and, with a read token, acknowledging it or everything up to it.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { CopyButton } from './copy-button';
 import { asEmail, EmailView } from './email-view';
 import { asRawCapture, curlCommand, eventSize, formatBytes, formatTime, visible } from './format';
@@ -31,10 +31,14 @@ export function EventDetail({ event, readOnly, inboxUrl, onAck, onAckUpTo, onClo
     }
   };
   const curl = mail ? undefined : curlCommand(event, inboxUrl);
+  // Opening an event takes the keyboard (and a screen reader) to it; the app keys this
+  // component by sequence, so this runs once per event opened.
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
   return (
-    <article class="detail" aria-label={`Event ${event.sequence}`} data-detail-sequence={event.sequence}>
+    <article class="detail" aria-labelledby="detail-heading" data-detail-sequence={event.sequence}>
       <header class="detail-head">
-        <h2>
+        <h2 id="detail-heading" tabIndex={-1} ref={heading}>
           #{event.sequence} <span class="type">{visible(event.type, 80)}</span>
         </h2>
         <button type="button" class="small" onClick={onClose} aria-label="Close the event">
@@ -104,7 +108,7 @@ export function EventDetail({ event, readOnly, inboxUrl, onAck, onAckUpTo, onClo
         </>
       )}
       {mail && <EmailView mail={mail} />}
-      {raw && <RawView raw={raw} />}
+      {raw && <RawView raw={raw} addressId={event.address_id} />}
       <details class="data" open={!mail && !raw}>
         <summary>
           <h3>Data (JSON)</h3>

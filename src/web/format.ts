@@ -8,6 +8,11 @@ export function eventSize(event: RoostEvent): number {
   return encoder.encode(JSON.stringify(event.data) ?? '').length;
 }
 
+/** "1 key", "2 keys": a count with its noun, singular for one. */
+export function plural(count: number, noun: string, nouns = `${noun}s`): string {
+  return `${count.toLocaleString('en')} ${count === 1 ? noun : nouns}`;
+}
+
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
@@ -60,6 +65,8 @@ export interface RawCapture {
   headers: Record<string, string>;
   body: unknown;
   body_base64: string;
+  method?: string;
+  query?: string;
 }
 
 export function asRawCapture(event: RoostEvent): RawCapture | undefined {

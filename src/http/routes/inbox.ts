@@ -142,7 +142,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
         const rawType = rawCaptureType(request.query);
         let input: DeliveryInput;
         if (rawType !== undefined) {
-          input = captureRequest(request.headers, rawBody(request), rawType, droppedHeader);
+          input = captureRequest(request, rawBody(request), rawType, droppedHeader);
         } else {
           if (request.validationError) {
             const error = request.validationError as Error & { validation?: []; validationContext?: string };
@@ -164,7 +164,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
   /** The sender's path (docs/api.md §3.2), or undefined when the sender was cleared meanwhile. */
   const senderInbox = (request: FastifyRequest, reply: FastifyReply, address: AddressRecord, bytes: Buffer) =>
     deliverFromSender(app.roost, request, reply, address, bytes, (type) =>
-      captureRequest(request.headers, bytes, type ?? senderCaptureType(request.query as RawQuery), droppedHeader),
+      captureRequest(request, bytes, type ?? senderCaptureType(request.query as RawQuery), droppedHeader),
     );
 
   // GET answers only a sender's URL handshake (Meta, Microsoft Graph, Dropbox…); a wrong
