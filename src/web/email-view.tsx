@@ -1,7 +1,7 @@
 // An email.received event: who, to whom, what, the sender's authentication verdict, the
 // text, the HTML in a sandboxed frame, and the attachments (listed, never opened).
 import { useMemo } from 'preact/hooks';
-import { formatBytes, visible } from './format';
+import { formatBytes, scrollable, visible } from './format';
 import { sanitizeEmailHtml } from './sanitize-html';
 
 interface MailAddress {
@@ -94,7 +94,9 @@ export function EmailView({ mail }: { mail: EmailData }) {
       {typeof mail.text === 'string' && mail.text !== '' && (
         <>
           <h3>Text</h3>
-          <pre class="text-body">{mail.text}</pre>
+          <pre class="text-body" {...scrollable("The message's text")}>
+            {mail.text}
+          </pre>
         </>
       )}
       <h3>Attachments ({attachments.length})</h3>

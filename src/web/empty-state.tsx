@@ -1,7 +1,7 @@
 // What an address with no events yet shows: how to send it a first one, over HTTP (a curl
 // to the inbox URL, or to a placeholder and where to find the URL) and by email.
 import { CopyButton } from './copy-button';
-import { shellQuote } from './format';
+import { scrollable, shellQuote } from './format';
 import type { Address } from './types';
 
 const FIRST_EVENT = JSON.stringify({ type: 'hello', data: { message: 'my first event' } });
@@ -12,7 +12,9 @@ export function EmptyState({ address, inboxUrl }: { address?: Address; inboxUrl?
     <div class="empty-state" data-empty="true">
       <h2>No events yet</h2>
       <p>Send this address its first event. Over HTTP, from a terminal:</p>
-      <pre class="mono">{curl}</pre>
+      <pre class="mono" {...scrollable('A first event, as a curl command')}>
+        {curl}
+      </pre>
       <CopyButton text={curl} label="Copy the command" />
       {!inboxUrl && (
         <p class="muted">

@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { CopyButton } from './copy-button';
 import { asEmail, EmailView } from './email-view';
-import { asRawCapture, curlCommand, eventSize, formatBytes, formatTime, visible } from './format';
+import { asRawCapture, curlCommand, eventSize, formatBytes, formatTime, scrollable, visible } from './format';
 import { JsonView } from './json-view';
 import { RawView } from './raw-view';
 import type { RoostEvent } from './types';
@@ -69,7 +69,9 @@ export function EventDetail({ event, readOnly, inboxUrl, onAck, onAckUpTo, onClo
       </div>
       {curl && showCurl && (
         <div class="curl">
-          <pre class="mono">{curl}</pre>
+          <pre class="mono" {...scrollable('The curl command')}>
+            {curl}
+          </pre>
           <CopyButton text={curl} />
           {!inboxUrl && <p class="muted">Set INBOX_URL to the inbox URL first (this page was not given it).</p>}
         </div>

@@ -106,3 +106,9 @@ export function curlCommand(event: RoostEvent, inboxUrl: string | undefined): st
   const key = event.dedupe_key ? ` \\\n  -H ${shellQuote(`Idempotency-Key: ${event.dedupe_key}`)}` : '';
   return `curl -sS -X POST ${quotedUrl('')} \\\n  -H 'content-type: application/json'${key} \\\n  --data-binary ${shellQuote(body)}`;
 }
+
+/**
+ * Attributes for a box whose content may scroll (a long line, a hex dump): reachable by
+ * keyboard, and named for a screen reader.
+ */
+export const scrollable = (label: string) => ({ tabIndex: 0, role: 'region' as const, 'aria-label': label });

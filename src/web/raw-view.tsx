@@ -2,7 +2,7 @@
 // the query), the headers as a table, the body as read, and the exact bytes in hex, the
 // ones a sender's HMAC signature covers. Bytes that are not text are shown only in hex.
 import { useState } from 'preact/hooks';
-import { decodeBase64, formatBytes, hexDump, visible, type RawCapture } from './format';
+import { decodeBase64, formatBytes, hexDump, scrollable, visible, type RawCapture } from './format';
 import { JsonView } from './json-view';
 
 const HEX_FIRST_BYTES = 4096;
@@ -38,7 +38,9 @@ export function RawView({ raw, addressId }: { raw: RawCapture; addressId: string
       {raw.body !== null && typeof raw.body === 'object' ? (
         <JsonView value={raw.body} />
       ) : typeof raw.body === 'string' ? (
-        <pre class="text-body">{raw.body}</pre>
+        <pre class="text-body" {...scrollable('The body as text')}>
+          {raw.body}
+        </pre>
       ) : bytes.length === 0 ? (
         <p class="muted">Empty.</p>
       ) : (
@@ -48,7 +50,9 @@ export function RawView({ raw, addressId }: { raw: RawCapture; addressId: string
         </p>
       )}
       <h3>Exact bytes (hex)</h3>
-      <pre class="hex">{hexDump(bytes, allHex ? bytes.length : HEX_FIRST_BYTES)}</pre>
+      <pre class="hex" {...scrollable('The exact bytes in hex')}>
+        {hexDump(bytes, allHex ? bytes.length : HEX_FIRST_BYTES)}
+      </pre>
       {!allHex && bytes.length > HEX_FIRST_BYTES && (
         <button type="button" class="small" onClick={() => setAllHex(true)}>
           Show all {bytes.length.toLocaleString('en')} bytes
