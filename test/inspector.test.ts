@@ -1,8 +1,8 @@
 // The inspector page (GET /inspect/{id}) in a real browser: Debian's Chromium driven by
 // playwright-core against a real Roost. Events delivered over HTTP and SMTP appear live,
 // details open, acknowledging works, a view token gets a read-only page, and hostile
-// payloads in every field neither run nor break the layout. The same tests take the
-// screenshots that docs/inspector.md shows (written there with ROOST_TEST_SCREENSHOTS=docs).
+// payloads in every field neither run nor break the layout. The email and hostile-payload
+// screenshots of docs/inspector.md are taken here (ROOST_TEST_SCREENSHOTS=docs writes them).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
@@ -232,7 +232,6 @@ for (const engine of ENGINES) {
       );
       assert.ok((await page.textContent('.notice'))!.includes('Acknowledged 2 events'));
       await page.click('[data-sequence="1"] button');
-      await shoot(page, 'desktop');
     });
 
     it('filters by type and searches the loaded events', async () => {
@@ -284,11 +283,9 @@ for (const engine of ENGINES) {
       await small.goto(inspectUrl(server, address, { token: address.token, inbox: address.inbox }));
       await small.waitForSelector('[data-sequence="5"]', { timeout: APPEARS_MS });
       assert.ok(await small.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
-      await shoot(small, 'phone-list');
       await small.click('[data-sequence="2"] button');
       assert.equal(await small.isVisible('.list-pane'), false, 'on a phone the detail takes the screen');
       assert.ok(await small.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
-      await shoot(small, 'phone-detail');
       const background = await small.evaluate(() => getComputedStyle(document.body).backgroundColor);
       assert.notEqual(background, 'rgb(255, 255, 255)', 'dark mode');
       await phone.close();
