@@ -30,6 +30,10 @@ import {
 declare const document: any, window: any, axe: any;
 
 const AXE_SCRIPT = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+/** Whether the stream route of the server under test sends `ack` messages (docs/webhooks-and-streaming.md). */
+const serverSendsAcks = readFileSync(new URL('../src/http/routes/stream.ts', import.meta.url), 'utf8').includes(
+  'event: ack',
+);
 /** The issue's bound for an acknowledgement made elsewhere to show. */
 const ACK_SHOWS_MS = 3_000;
 const BINARY = Buffer.from([0x00, 0xff, 0xfe, 0x80, 0x81, 0x1b, 0x00, 0xc3, 0x28, 0xa0, 0xa1, 0xf0, 0x28, 0x8c, 0xbc]);
@@ -150,6 +154,8 @@ describe('the inspector as a person uses it', { skip: browserSkip }, () => {
       assert.ok(head.inside, `the detail's header is at ${head.top}–${head.bottom} in a window ${head.height} high`);
       assert.ok((await inViewport(page, '[data-action="ack"]')).inside, 'and its buttons too');
       assert.equal(await page.evaluate(() => document.activeElement?.id), 'detail-heading');
+      // On a phone the sheet covers the list and the address, which leave the tab order.
+      assert.equal(await page.getAttribute('.list-pane', 'inert'), viewport === PHONE ? '' : null);
       await page.click('.detail-head button:has-text("Close")');
       assert.equal(await focusedRow(page), '12');
       assert.ok((await inViewport(page, '[data-sequence="12"] button')).inside, 'the row is in view again');
@@ -287,7 +293,7 @@ describe('an acknowledgement made elsewhere shows on the page', { skip: browserS
 
   it(
     'updates the row within 3 s when the agent acknowledges through the API',
-    { todo: 'needs the server to send `event: ack` on the stream, which is being added beside this page' },
+    { todo: serverSendsAcks ? false : 'this server does not send `event: ack` on the stream yet' },
     async () => {
       const address = await createAddress(server.url, { name: 'acks, end to end' });
       assert.equal((await deliver(address.inbox, { type: 'job.done' })).status, 202);

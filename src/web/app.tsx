@@ -146,16 +146,17 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
     return () => document.removeEventListener('keydown', onKey);
   }, []);
 
-  // Closing gives focus back to the row that opened the detail (and so scrolls it into view).
+  // On a phone the detail is a sheet over the page: what it covers leaves the tab order and
+  // stops scrolling. Closing gives focus back to the row that opened the detail (and so
+  // scrolls it into view).
   useEffect(() => {
+    const sheet = selected !== undefined && narrow();
+    document.documentElement.classList.toggle('sheet-open', sheet);
+    for (const covered of document.querySelectorAll('main.inspector > header, .list-pane'))
+      covered.toggleAttribute('inert', sheet);
     if (selected !== undefined || returnTo.current === undefined) return;
     document.querySelector<HTMLButtonElement>(`[data-sequence="${returnTo.current}"] button`)?.focus();
     returnTo.current = undefined;
-  }, [selected]);
-
-  // A sheet over the list on a phone: the page behind it does not scroll.
-  useEffect(() => {
-    document.documentElement.classList.toggle('sheet-open', selected !== undefined && narrow());
   }, [selected]);
 
   const newestFirst = useMemo(() => [...events.values()].sort((a, b) => b.sequence - a.sequence), [events]);
