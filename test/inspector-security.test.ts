@@ -38,7 +38,9 @@ function beaconHtml(origin: string): string {
     `<base href="${origin}/base/">` +
     `<link rel="dns-prefetch" href="${origin}"><link rel="preconnect" href="${origin}">` +
     `<link rel="prefetch" href="${origin}/prefetch"><link rel="stylesheet" href="${origin}/css">` +
-    `<style>@import url(${origin}/import.css); .bg{background:url(${origin}/bg.png)}</style></head>` +
+    `<link rel="modulepreload" href="${origin}/module.js"><link rel="icon" href="${origin}/favicon.ico">` +
+    `<style>@import url(${origin}/import.css); .bg{background:url(${origin}/bg.png)}</style>` +
+    `<style>@font-face{font-family:x;src:url(${origin}/font.woff)} .set{background:image-set("${origin}/set.png" 1x)}</style></head>` +
     `<body background="${origin}/body.png"><h1 id="heading">Your invoice</h1>` +
     `<iframe src="${origin}/frame"></iframe><frameset><frame src="${origin}/frame2"></frameset>` +
     `<object data="${origin}/object"></object><embed src="${origin}/embed">` +
@@ -49,6 +51,7 @@ function beaconHtml(origin: string): string {
     `<div style="background:u\\72l(${origin}/escaped.png)">escaped</div>` +
     `<svg><image href="${origin}/svg.png"/><a href="${origin}/svglink"><text>svg</text></a></svg>` +
     `<table background="${origin}/table.png"><tr><td>cell</td></tr></table>` +
+    `<input type="image" src="${origin}/input.png" alt="go"><img src="data:image/svg+xml,<svg xmlns='http://www.w3.org/2000/svg'><image href='${origin}/in-svg.png'/></svg>">` +
     `<form action="${origin}/form" method="post"><input name="q" value="1"><button id="go">Send</button>` +
     `<button id="go2" formaction="${origin}/formaction">Send 2</button></form>` +
     `<p><a id="out" href="${origin}/link" ping="${origin}/ping">Pay now</a> ` +

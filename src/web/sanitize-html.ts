@@ -58,7 +58,7 @@ const URL_ATTRIBUTES = new Set([
 const INLINE_IMAGE = /^data:image\/(?:png|gif|jpeg|webp);base64,[a-z0-9+/=\s]*$/i;
 
 // Without a backslash CSS cannot spell these by escapes, and without them it loads nothing.
-const CSS_THAT_LOADS = /\\|url|image-set|image\(|element\(|@import|@font-face/i;
+const CSS_THAT_LOADS = /\\|url|image-set|image\(|element\(|src\(|@import|@font-face/i;
 
 /** CSS with its url(…) values made `none`; undefined when it would still load something. */
 function inertCss(css: string): string | undefined {
