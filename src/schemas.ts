@@ -245,6 +245,10 @@ export const RawCaptureDataSchema = Type.Object(
     body_base64: Type.String({
       description: 'The exact bytes received, base64: compute the sender’s HMAC signature over these bytes.',
     }),
+    method: Type.Optional(Type.String({ description: 'The request method.' })),
+    query: Type.Optional(
+      Type.String({ description: 'The query string as sent, without "?"; the path (a secret) is not stored.' }),
+    ),
     verification: Type.Optional(
       Type.Object(
         {

@@ -1,99 +1,35 @@
 // The inspector page (GET /inspect/{id}) in a real browser: Debian's Chromium driven by
 // playwright-core against a real Roost. Events delivered over HTTP and SMTP appear live,
 // details open, acknowledging works, a view token gets a read-only page, and hostile
-// payloads in every field neither run nor break the layout. The same tests take the
-// screenshots that docs/inspector.md shows (written there with ROOST_TEST_SCREENSHOTS=docs).
+// payloads in every field neither run nor break the layout. The email and hostile-payload
+// screenshots of docs/inspector.md are taken here (ROOST_TEST_SCREENSHOTS=docs writes them).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import nodemailer, { type SendMailOptions } from 'nodemailer';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { INSPECTOR_CSP } from '../src/http/routes/inspect.js';
 import { createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
 import { ENGINES, engineSkipReason, startTestServer, type TestServer } from './helpers/server.js';
+import {
+  APPEARS_MS,
+  browserSkip,
+  DESKTOP,
+  inspectUrl,
+  launch,
+  offline,
+  PHONE,
+  sendMail,
+  sequences,
+  shoot,
+  watch,
+} from './inspector-browser.js';
 
 // page.evaluate callbacks run in the browser, whose globals this Node-typed file does not see.
 declare const document: any, window: any, getComputedStyle: any;
-
-const CHROMIUM = '/usr/bin/chromium';
-// Under CI the browser tests always run (a missing browser fails them); elsewhere they say why not.
-const browserSkip =
-  !existsSync(CHROMIUM) && process.env.CI !== 'true'
-    ? `skipped: ${CHROMIUM} is missing (apt-get install -y --no-install-recommends chromium)`
-    : false;
-/** Where screenshots go: docs/inspector/ on request; otherwise they are taken and dropped. */
-const SCREENSHOT_DIR =
-  process.env.ROOST_TEST_SCREENSHOTS === 'docs' ? join(import.meta.dirname, '..', 'docs', 'inspector') : undefined;
-const DESKTOP = { width: 1280, height: 860 };
-const PHONE = { width: 390, height: 844 };
-/** Generous: a live event shows well within a second; this bound only catches "never". */
-const APPEARS_MS = 10_000;
-// Offline: every DNS question is answered "no such name", so mail authentication says none.
-const offline = async () => {
-  throw Object.assign(new Error('offline'), { code: 'ENOTFOUND' });
-};
-
-async function launch(): Promise<Browser> {
-  // Playwright gives every launch a fresh temporary profile (its own --user-data-dir).
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-}
-
-function inspectUrl(server: TestServer, address: CreatedAddress, fragment: Record<string, string>): string {
-  return `${server.url}/inspect/${address.id}#${new URLSearchParams(fragment).toString()}`;
-}
-
-/** Watches a page for anything that would mean a payload ran: dialogs, errors, navigation. */
-function watch(page: Page) {
-  const seen = { dialogs: [] as string[], errors: [] as string[], urls: [] as string[], loaded: [] as string[] };
-  page.on('dialog', (dialog) => {
-    seen.dialogs.push(dialog.message());
-    void dialog.dismiss();
-  });
-  page.on('pageerror', (error) => seen.errors.push(error.message));
-  page.on('request', (req) => seen.urls.push(req.url()));
-  // Requests the browser refused itself (CSP) never leave it: `loaded` holds those that did.
-  page.on('requestfinished', (req) => seen.loaded.push(req.url()));
-  return seen;
-}
-
-const sequences = (page: Page) =>
-  page.$$eval('[data-sequence]', (rows) => rows.map((row) => Number(row.getAttribute('data-sequence'))));
-
-async function sendMail(server: TestServer, to: string, mail: SendMailOptions): Promise<void> {
-  const transport = nodemailer.createTransport({
-    host: '127.0.0.1',
-    port: server.roost.smtpPort!,
-    secure: false,
-    ignoreTLS: true,
-    tls: { rejectUnauthorized: false },
-  });
-  await transport.sendMail({ ...mail, to });
-  transport.close();
-}
-
-async function shoot(page: Page, name: string, fullPage = false): Promise<void> {
-  if (SCREENSHOT_DIR) mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  const image = await page.screenshot({ path: SCREENSHOT_DIR && join(SCREENSHOT_DIR, `${name}.png`), fullPage });
-  assert.ok(image.length > 0);
-}
 
 describe('the inspector page is served with its safety headers and a small fingerprinted bundle', () => {
   let server: TestServer;
@@ -296,13 +232,12 @@ for (const engine of ENGINES) {
       );
       assert.ok((await page.textContent('.notice'))!.includes('Acknowledged 2 events'));
       await page.click('[data-sequence="1"] button');
-      await shoot(page, 'desktop');
     });
 
     it('filters by type and searches the loaded events', async () => {
-      await page.selectOption('.filters select', 'email.received');
+      await page.selectOption('.filters select[name=type]', 'email.received');
       assert.deepEqual(await sequences(page), [4]);
-      await page.selectOption('.filters select', '');
+      await page.selectOption('.filters select[name=type]', '');
       await page.fill('.filters input', 'design for FAILURE');
       assert.deepEqual(await sequences(page), [3, 2]);
       await page.fill('.filters input', '');
@@ -348,11 +283,9 @@ for (const engine of ENGINES) {
       await small.goto(inspectUrl(server, address, { token: address.token, inbox: address.inbox }));
       await small.waitForSelector('[data-sequence="5"]', { timeout: APPEARS_MS });
       assert.ok(await small.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
-      await shoot(small, 'phone-list');
       await small.click('[data-sequence="2"] button');
       assert.equal(await small.isVisible('.list-pane'), false, 'on a phone the detail takes the screen');
       assert.ok(await small.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
-      await shoot(small, 'phone-detail');
       const background = await small.evaluate(() => getComputedStyle(document.body).backgroundColor);
       assert.notEqual(background, 'rgb(255, 255, 255)', 'dark mode');
       await phone.close();

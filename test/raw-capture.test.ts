@@ -92,7 +92,9 @@ await forEachEngine('raw capture of webhook senders', (server) => {
     const event = await readBack(base(), address);
     assert.equal(event.type, 'webhook.received');
     assert.equal(event.source, 'https');
-    assert.deepEqual(Object.keys(event.data), ['content_type', 'headers', 'body', 'body_base64']);
+    assert.deepEqual(Object.keys(event.data), ['content_type', 'headers', 'body', 'body_base64', 'method', 'query']);
+    assert.equal(event.data.method, 'POST');
+    assert.equal(event.data.query, 'raw=1');
     assert.equal(event.data.content_type, 'application/json');
     assert.deepEqual(event.data.body, JSON.parse(payload));
     assert.deepEqual(Object.keys(event.data.body), ['ref', 'before', 'after', 'repository', 'pusher', 'head_commit']);

@@ -27,6 +27,9 @@ export interface RawCaptureData {
   body: unknown;
   /** The exact bytes received, base64. */
   body_base64: string;
+  /** The request method, and the query string as sent (no `?`; the path is the inbox URL, a secret). */
+  method: string;
+  query: string;
   /** With a sender set (docs/api.md §3.2): whether the provider's signature verified, and if not why. */
   verification?: { provider: string; verified: boolean; reason?: string };
 }
@@ -182,19 +185,29 @@ function readableBody(bytes: Buffer, contentType: string | undefined): unknown {
   return text;
 }
 
+/** The parts of a request that a capture keeps besides its body. */
+export interface CapturedRequest {
+  headers: IncomingHttpHeaders;
+  method: string;
+  url: string;
+}
+
 /** The delivery that stores one request as sent. */
 export function captureRequest(
-  headers: IncomingHttpHeaders,
+  request: CapturedRequest,
   bytes: Buffer,
   type: string,
   dropped: HeaderFilter,
 ): DeliveryInput {
-  const contentType = headers['content-type'];
+  const contentType = request.headers['content-type'];
+  const queryAt = request.url.indexOf('?');
   const data: RawCaptureData = {
     content_type: contentType ?? null,
-    headers: storedHeaders(headers, dropped),
+    headers: storedHeaders(request.headers, dropped),
     body: readableBody(bytes, contentType),
     body_base64: bytes.toString('base64'),
+    method: request.method,
+    query: queryAt === -1 ? '' : request.url.slice(queryAt + 1),
   };
   return { type, source: 'https', data };
 }

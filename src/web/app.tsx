@@ -1,22 +1,26 @@
 // The inspector: asks for a credential when it has none, then shows the address and its
 // events, live from the durable stream, with a detail view, filters and the actions that the
 // token allows (none with a view token).
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { AddressHeader } from './address-header';
 import { ackEvent, ApiError, deleteAddress, getAddress } from './api';
 import { forgetCredentials, loadCredentials, saveCredentials, takeFragmentCredentials } from './credentials';
 import { EventDetail } from './event-detail';
 import { EventList } from './event-list';
-import { visible } from './format';
-import { followEvents, type StreamState } from './stream';
+import { EmptyState } from './empty-state';
+import { plural, visible } from './format';
+import { followEvents, type Acknowledgement, type StreamState } from './stream';
 import { TokenForm } from './token-form';
 import { isViewToken, type Address, type Credentials, type RoostEvent } from './types';
 
 export function App({ addressId }: { addressId: string }) {
-  const [credentials, setCredentials] = useState<Credentials | undefined>(
-    () => takeFragmentCredentials(addressId) ?? loadCredentials(addressId),
+  const [fragment] = useState(() => takeFragmentCredentials(addressId));
+  const [credentials, setCredentials] = useState<Credentials | undefined>(() =>
+    fragment && 'credentials' in fragment ? fragment.credentials : fragment ? undefined : loadCredentials(addressId),
   );
-  const [problem, setProblem] = useState<string | undefined>();
+  const [problem, setProblem] = useState<string | undefined>(
+    fragment && 'problem' in fragment ? fragment.problem : undefined,
+  );
   const forget = (why?: string) => {
     forgetCredentials(addressId);
     setProblem(why);
@@ -47,6 +51,22 @@ function matches(event: RoostEvent, needle: string): boolean {
   return text.includes(needle);
 }
 
+/** The events as JSON lines, one event a line, in the order shown. */
+function exportJsonLines(events: RoostEvent[], addressId: string): void {
+  const blob = new Blob(
+    events.map((event) => `${JSON.stringify(event)}\n`),
+    { type: 'application/x-ndjson' },
+  );
+  const link = document.createElement('a');
+  link.href = URL.createObjectURL(blob);
+  link.download = `${addressId}-events.jsonl`;
+  link.click();
+  window.setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+}
+
+/** Narrow screens show the detail as a sheet over the list (styles.css, the same width). */
+const narrow = () => window.matchMedia('(max-width: 760px)').matches;
+
 interface InspectorProps {
   addressId: string;
   credentials: Credentials;
@@ -62,14 +82,28 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
   const [events, setEvents] = useState<ReadonlyMap<number, RoostEvent>>(new Map());
   const [selected, setSelected] = useState<number | undefined>();
   const [typeFilter, setTypeFilter] = useState('');
+  const [sourceFilter, setSourceFilter] = useState('');
   const [search, setSearch] = useState('');
   const [notice, setNotice] = useState<string | undefined>();
+  // The row to give focus back to when the detail closes.
+  const returnTo = useRef<number | undefined>(undefined);
 
   const put = (changed: RoostEvent[]) =>
     setEvents((previous) => {
       const next = new Map(previous);
       for (const event of changed) next.set(event.sequence, event);
       return next;
+    });
+  const acknowledged = (acks: Acknowledgement[]) =>
+    setEvents((previous) => {
+      let next: Map<number, RoostEvent> | undefined;
+      for (const ack of acks) {
+        const event = previous.get(ack.sequence);
+        if (!event || event.id !== ack.id || event.acknowledged_at) continue;
+        next ??= new Map(previous);
+        next.set(ack.sequence, { ...event, acknowledged_at: ack.acknowledged_at });
+      }
+      return next ?? previous;
     });
 
   useEffect(() => {
@@ -85,9 +119,10 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
       addressId,
       token,
       onEvents: put,
+      onAcks: acknowledged,
       onState(next) {
         setState(next);
-        if (next === 'unauthorized') onForget('That token may not read this address.');
+        if (next === 'unauthorized') onForget('That token may not read this address (revoked, or not for it).');
         if (next === 'gone') setEnded((said) => said ?? 'This return address is gone: it was deleted or has expired.');
       },
     });
@@ -97,19 +132,43 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
     };
   }, [addressId, token]);
 
+  const open = (sequence: number) => {
+    returnTo.current = sequence;
+    setSelected(sequence);
+  };
+  const close = () => setSelected(undefined);
+
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
-      if (event.key === 'Escape') setSelected(undefined);
+      if (event.key === 'Escape') close();
     };
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);
   }, []);
 
+  // On a phone the detail is a sheet over the page: what it covers leaves the tab order and
+  // stops scrolling. Closing gives focus back to the row that opened the detail (and so
+  // scrolls it into view).
+  useEffect(() => {
+    const sheet = selected !== undefined && narrow();
+    document.documentElement.classList.toggle('sheet-open', sheet);
+    for (const covered of document.querySelectorAll('main.inspector > header, .list-pane'))
+      covered.toggleAttribute('inert', sheet);
+    if (selected !== undefined || returnTo.current === undefined) return;
+    document.querySelector<HTMLButtonElement>(`[data-sequence="${returnTo.current}"] button`)?.focus();
+    returnTo.current = undefined;
+  }, [selected]);
+
   const newestFirst = useMemo(() => [...events.values()].sort((a, b) => b.sequence - a.sequence), [events]);
   const types = useMemo(() => [...new Set(newestFirst.map((event) => event.type))].sort(), [newestFirst]);
+  const sources = useMemo(() => [...new Set(newestFirst.map((event) => event.source))].sort(), [newestFirst]);
   const needle = search.trim().toLowerCase();
+  const filtered = typeFilter !== '' || sourceFilter !== '' || needle !== '';
   const shown = newestFirst.filter(
-    (event) => (typeFilter === '' || event.type === typeFilter) && (needle === '' || matches(event, needle)),
+    (event) =>
+      (typeFilter === '' || event.type === typeFilter) &&
+      (sourceFilter === '' || event.source === sourceFilter) &&
+      (needle === '' || matches(event, needle)),
   );
   const current = selected === undefined ? undefined : events.get(selected);
 
@@ -127,7 +186,7 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
       .sort((a, b) => a.sequence - b.sequence);
     try {
       for (const event of pending) put([await ackEvent(addressId, event.id, token)]);
-      setNotice(`Acknowledged ${pending.length} event${pending.length === 1 ? '' : 's'} up to #${last.sequence}.`);
+      setNotice(`Acknowledged ${plural(pending.length, 'event')} up to #${last.sequence}.`);
     } catch (error) {
       report(error);
     }
@@ -174,42 +233,80 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
       )}
       <div class="panes">
         <section class="list-pane" aria-label="Events">
-          <div class="filters">
-            <label>
-              Type{' '}
-              <select value={typeFilter} onChange={(event) => setTypeFilter(event.currentTarget.value)}>
-                <option value="">all types</option>
-                {types.map((type) => (
-                  <option key={type} value={type}>
-                    {visible(type, 60)}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label>
-              Search{' '}
-              <input
-                type="search"
-                value={search}
-                placeholder="in loaded events"
-                onInput={(event) => setSearch(event.currentTarget.value)}
-              />
-            </label>
-            <span class="muted count">
-              {shown.length} of {events.size}
-            </span>
-          </div>
-          <EventList events={shown} selected={selected} onSelect={setSelected} />
+          {events.size > 0 && (
+            <div class="filters" role="search" aria-label="Filter the events">
+              <label>
+                Type{' '}
+                <select name="type" value={typeFilter} onChange={(event) => setTypeFilter(event.currentTarget.value)}>
+                  <option value="">all types</option>
+                  {types.map((type) => (
+                    <option key={type} value={type}>
+                      {visible(type, 60)}
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <label>
+                Source{' '}
+                <select
+                  name="source"
+                  value={sourceFilter}
+                  onChange={(event) => setSourceFilter(event.currentTarget.value)}
+                >
+                  <option value="">all sources</option>
+                  {sources.map((source) => (
+                    <option key={source} value={source}>
+                      {visible(source, 60)}
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <label>
+                Text{' '}
+                <input
+                  type="search"
+                  name="text"
+                  value={search}
+                  placeholder="in the loaded events"
+                  onInput={(event) => setSearch(event.currentTarget.value)}
+                />
+              </label>
+              <span class="muted count" role="status">
+                {shown.length} of {plural(events.size, 'event')}
+              </span>
+              <button
+                type="button"
+                class="small"
+                data-action="export"
+                disabled={shown.length === 0}
+                onClick={() => exportJsonLines(shown, addressId)}
+              >
+                Export shown (JSON lines)
+              </button>
+            </div>
+          )}
+          {events.size === 0 ? (
+            state === 'connecting' ? (
+              <p class="muted">Loading the events…</p>
+            ) : (
+              <EmptyState address={address} inboxUrl={inboxUrl} />
+            )
+          ) : shown.length === 0 && filtered ? (
+            <p class="empty muted">None of the {plural(events.size, 'loaded event')} matches these filters.</p>
+          ) : (
+            <EventList events={shown} selected={selected} onSelect={open} />
+          )}
         </section>
         <section class="detail-pane" aria-label="Event detail">
           {current ? (
             <EventDetail
+              key={current.sequence}
               event={current}
               readOnly={readOnly}
               inboxUrl={inboxUrl}
               onAck={ack}
               onAckUpTo={ackUpTo}
-              onClose={() => setSelected(undefined)}
+              onClose={close}
             />
           ) : (
             <p class="muted placeholder">Choose an event to see it in full.</p>

@@ -5,16 +5,35 @@ import type { Credentials } from './types';
 
 const key = (addressId: string) => `roost-inspector:${addressId}`;
 
-/** Reads `#token=…&inbox=…`, stores it, and wipes the fragment from the address bar and history. */
-export function takeFragmentCredentials(addressId: string): Credentials | undefined {
+/** What a link's fragment gave: credentials, a reason it could not, or nothing at all. */
+export type FragmentResult = { credentials: Credentials } | { problem: string } | undefined;
+
+// The shape of the tokens this service issues: `{product}_read_…` or `{product}_view_…`.
+const TOKEN_SHAPE = /^[a-z0-9]+_(?:read|view)_[A-Za-z0-9_-]{43,}$/;
+
+/**
+ * Reads `#token=…&inbox=…`, stores it, and wipes the fragment from the address bar and
+ * history (a malformed one too: it may still hold a secret).
+ */
+export function takeFragmentCredentials(addressId: string): FragmentResult {
   if (location.hash.length < 2) return undefined;
   const params = new URLSearchParams(location.hash.slice(1));
   history.replaceState(null, '', location.pathname + location.search);
   const token = params.get('token')?.trim();
-  if (!token) return undefined;
-  const credentials: Credentials = { token, inboxUrl: params.get('inbox')?.trim() || undefined };
+  if (token === undefined)
+    return { problem: 'The link has a fragment but no token in it: it should end in #token=roost_read_… .' };
+  if (token === '') return { problem: "The link's #token= is empty: paste the token below." };
+  if (!TOKEN_SHAPE.test(token))
+    return {
+      problem:
+        'The token in the link is malformed (cut short or changed on the way?): a token reads roost_read_… or roost_view_… followed by 43 characters.',
+    };
+  const inbox = params.get('inbox')?.trim();
+  if (inbox && !/^https?:\/\/[^\s]+$/.test(inbox))
+    return { problem: 'The inbox URL in the link is malformed: it should start with https://.' };
+  const credentials: Credentials = { token, inboxUrl: inbox || undefined };
   saveCredentials(addressId, credentials);
-  return credentials;
+  return { credentials };
 }
 
 export function loadCredentials(addressId: string): Credentials | undefined {

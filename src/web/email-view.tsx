@@ -1,6 +1,8 @@
 // An email.received event: who, to whom, what, the sender's authentication verdict, the
 // text, the HTML in a sandboxed frame, and the attachments (listed, never opened).
-import { formatBytes, visible } from './format';
+import { useMemo } from 'preact/hooks';
+import { formatBytes, scrollable, visible } from './format';
+import { sanitizeEmailHtml } from './sanitize-html';
 
 interface MailAddress {
   address?: string;
@@ -25,9 +27,10 @@ export function asEmail(data: unknown, source: string): EmailData | undefined {
 }
 
 /**
- * The frame runs no script, submits no form, opens nothing and has an origin of its own
+ * The HTML reaches the frame sanitized (sanitize-html.ts: nothing that loads or navigates);
+ * the frame runs no script, submits no form, opens nothing and has an origin of its own
  * (sandbox with no allowances); this policy, and the page's that it inherits, load nothing
- * from elsewhere: remote images and fonts in a message stay unloaded.
+ * from elsewhere should anything get through.
  */
 const FRAME_POLICY =
   '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; style-src \'unsafe-inline\'">';
@@ -44,6 +47,10 @@ const people = (list: MailAddress[] | undefined) => (Array.isArray(list) ? list.
 export function EmailView({ mail }: { mail: EmailData }) {
   const verdict = typeof mail.authentication?.verdict === 'string' ? mail.authentication.verdict : 'unknown';
   const attachments = Array.isArray(mail.attachments) ? mail.attachments : [];
+  const html = useMemo(
+    () => (typeof mail.html === 'string' && mail.html !== '' ? sanitizeEmailHtml(mail.html) : undefined),
+    [mail.html],
+  );
   return (
     <section class="email" aria-label="Email">
       <dl class="fields">
@@ -72,22 +79,24 @@ export function EmailView({ mail }: { mail: EmailData }) {
         )}
       </dl>
       {typeof mail.authentication?.note === 'string' && <p class="muted">{mail.authentication.note}</p>}
-      {typeof mail.html === 'string' && mail.html !== '' && (
+      {html !== undefined && (
         <>
-          <h3>HTML (sandboxed: no scripts, no forms, no remote content)</h3>
+          <h3>HTML (sanitized and sandboxed: no scripts, no forms, no remote content, links as text)</h3>
           <iframe
             class="email-html"
             title="The message's HTML, sandboxed"
             sandbox=""
             referrerpolicy="no-referrer"
-            srcdoc={FRAME_POLICY + mail.html}
+            srcdoc={FRAME_POLICY + html}
           />
         </>
       )}
       {typeof mail.text === 'string' && mail.text !== '' && (
         <>
           <h3>Text</h3>
-          <pre class="text-body">{mail.text}</pre>
+          <pre class="text-body" {...scrollable("The message's text")}>
+            {mail.text}
+          </pre>
         </>
       )}
       <h3>Attachments ({attachments.length})</h3>

@@ -1,9 +1,9 @@
 // One event in full: its fields, metadata and dedupe key; the email, raw request or JSON it
 // carries; "copy as curl"; and, with a read token, acknowledging it or everything up to it.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { CopyButton } from './copy-button';
 import { asEmail, EmailView } from './email-view';
-import { asRawCapture, curlCommand, eventSize, formatBytes, formatTime, visible } from './format';
+import { asRawCapture, curlCommand, eventSize, formatBytes, formatTime, scrollable, visible } from './format';
 import { JsonView } from './json-view';
 import { RawView } from './raw-view';
 import type { RoostEvent } from './types';
@@ -31,10 +31,14 @@ export function EventDetail({ event, readOnly, inboxUrl, onAck, onAckUpTo, onClo
     }
   };
   const curl = mail ? undefined : curlCommand(event, inboxUrl);
+  // Opening an event takes the keyboard (and a screen reader) to it; the app keys this
+  // component by sequence, so this runs once per event opened.
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
   return (
-    <article class="detail" aria-label={`Event ${event.sequence}`} data-detail-sequence={event.sequence}>
+    <article class="detail" aria-labelledby="detail-heading" data-detail-sequence={event.sequence}>
       <header class="detail-head">
-        <h2>
+        <h2 id="detail-heading" tabIndex={-1} ref={heading}>
           #{event.sequence} <span class="type">{visible(event.type, 80)}</span>
         </h2>
         <button type="button" class="small" onClick={onClose} aria-label="Close the event">
@@ -65,7 +69,9 @@ export function EventDetail({ event, readOnly, inboxUrl, onAck, onAckUpTo, onClo
       </div>
       {curl && showCurl && (
         <div class="curl">
-          <pre class="mono">{curl}</pre>
+          <pre class="mono" {...scrollable('The curl command')}>
+            {curl}
+          </pre>
           <CopyButton text={curl} />
           {!inboxUrl && <p class="muted">Set INBOX_URL to the inbox URL first (this page was not given it).</p>}
         </div>
@@ -104,7 +110,7 @@ export function EventDetail({ event, readOnly, inboxUrl, onAck, onAckUpTo, onClo
         </>
       )}
       {mail && <EmailView mail={mail} />}
-      {raw && <RawView raw={raw} />}
+      {raw && <RawView raw={raw} addressId={event.address_id} />}
       <details class="data" open={!mail && !raw}>
         <summary>
           <h3>Data (JSON)</h3>

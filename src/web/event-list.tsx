@@ -2,6 +2,7 @@
 // (and j/k) move through the list, Enter opens the focused event.
 import type { RoostEvent } from './types';
 import { eventSize, formatBytes, formatTime, visible } from './format';
+import { preview } from './preview';
 
 interface Props {
   events: RoostEvent[];
@@ -22,8 +23,17 @@ function moveFocus(event: KeyboardEvent): void {
   }
 }
 
+const previews = new WeakMap<RoostEvent, string>();
+function previewOf(event: RoostEvent): string {
+  let text = previews.get(event);
+  if (text === undefined) {
+    text = visible(preview(event), 200);
+    previews.set(event, text);
+  }
+  return text;
+}
+
 export function EventList({ events, selected, onSelect }: Props) {
-  if (events.length === 0) return <p class="empty muted">No events match.</p>;
   return (
     <ol class="events" aria-label="Events, newest first" onKeyDown={moveFocus}>
       {events.map((event) => (
@@ -39,6 +49,7 @@ export function EventList({ events, selected, onSelect }: Props) {
             <span class={`badge ${event.acknowledged_at ? 'acked' : 'new'}`}>
               {event.acknowledged_at ? 'acked' : 'new'}
             </span>
+            {previewOf(event) && <span class="preview">{previewOf(event)}</span>}
             <span class="meta">
               <span class="source">{visible(event.source, 60)}</span>
               <time dateTime={event.created_at}>{formatTime(event.created_at)}</time>

@@ -8,6 +8,11 @@ export function eventSize(event: RoostEvent): number {
   return encoder.encode(JSON.stringify(event.data) ?? '').length;
 }
 
+/** "1 key", "2 keys": a count with its noun, singular for one. */
+export function plural(count: number, noun: string, nouns = `${noun}s`): string {
+  return `${count.toLocaleString('en')} ${count === 1 ? noun : nouns}`;
+}
+
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
@@ -60,6 +65,8 @@ export interface RawCapture {
   headers: Record<string, string>;
   body: unknown;
   body_base64: string;
+  method?: string;
+  query?: string;
 }
 
 export function asRawCapture(event: RoostEvent): RawCapture | undefined {
@@ -77,8 +84,10 @@ const CURL_OWN_HEADERS = new Set(['host', 'content-length', 'expect']);
  * the CreateEvent body of an ordinary delivery. `inboxUrl` is the secret URL when known.
  */
 export function curlCommand(event: RoostEvent, inboxUrl: string | undefined): string {
-  const url = inboxUrl ?? '$INBOX_URL';
-  const quotedUrl = (query: string) => (inboxUrl ? shellQuote(url + query) : `"${url}${query}"`);
+  // The placeholder stays a variable for the shell to fill; everything else is single-quoted,
+  // so no `!`, `$` or backquote in an event's type is ever expanded.
+  const quotedUrl = (query: string) =>
+    inboxUrl ? shellQuote(inboxUrl + query) : `"$INBOX_URL"${query ? shellQuote(query) : ''}`;
   const raw = asRawCapture(event);
   if (raw) {
     const query = event.type === 'webhook.received' ? '?raw=1' : `?raw=1&type=${encodeURIComponent(event.type)}`;
@@ -97,3 +106,9 @@ export function curlCommand(event: RoostEvent, inboxUrl: string | undefined): st
   const key = event.dedupe_key ? ` \\\n  -H ${shellQuote(`Idempotency-Key: ${event.dedupe_key}`)}` : '';
   return `curl -sS -X POST ${quotedUrl('')} \\\n  -H 'content-type: application/json'${key} \\\n  --data-binary ${shellQuote(body)}`;
 }
+
+/**
+ * Attributes for a box whose content may scroll (a long line, a hex dump): reachable by
+ * keyboard, and named for a screen reader.
+ */
+export const scrollable = (label: string) => ({ tabIndex: 0, role: 'region' as const, 'aria-label': label });

@@ -2,7 +2,7 @@
 // levels start folded, and long collections show their first items only.
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { visible } from './format';
+import { plural, visible } from './format';
 
 const OPEN_DEPTH = 2;
 const FIRST_ITEMS = 200;
@@ -43,10 +43,7 @@ function JsonNode({ value, depth, name }: { value: unknown; depth: number; name?
       <summary>
         {label}
         {open}
-        <span class="json-count">
-          {' '}
-          {entries.length} {Array.isArray(value) ? 'items' : 'keys'}{' '}
-        </span>
+        <span class="json-count"> {plural(entries.length, Array.isArray(value) ? 'item' : 'key')} </span>
         {bracket}
       </summary>
       <Children entries={entries} depth={depth} quoteKeys={!Array.isArray(value)} />

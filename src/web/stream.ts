@@ -7,11 +7,36 @@ import type { RoostEvent } from './types';
 
 export type StreamState = 'connecting' | 'live' | 'reconnecting' | 'gone' | 'unauthorized';
 
+/** An `event: ack` message: an event was acknowledged, by this page or anyone else. */
+export interface Acknowledgement {
+  id: string;
+  sequence: number;
+  acknowledged_at: string;
+}
+
 export interface FollowOptions {
   addressId: string;
   token: string;
   onEvents: (events: RoostEvent[]) => void;
+  onAcks: (acks: Acknowledgement[]) => void;
   onState: (state: StreamState) => void;
+}
+
+/** An ack message's data, or undefined when it is not one. */
+export function parseAck(data: string): Acknowledgement | undefined {
+  try {
+    const ack = JSON.parse(data) as Partial<Acknowledgement> | null;
+    if (
+      ack &&
+      typeof ack.id === 'string' &&
+      Number.isSafeInteger(ack.sequence) &&
+      typeof ack.acknowledged_at === 'string'
+    )
+      return ack as Acknowledgement;
+  } catch {
+    /* not JSON */
+  }
+  return undefined;
 }
 
 /** The server comments at least every 15 s (CONTRACT §4.1): silence past this is a dead link. */
@@ -30,10 +55,16 @@ async function run(options: FollowOptions, stopped: AbortSignal): Promise<void> 
   let backoff = 500;
   // Events that arrive in one read (the replay: hundreds) are handed over together, one render.
   let pending: RoostEvent[] = [];
+  let acks: Acknowledgement[] = [];
   const flush = () => {
     const batch = pending;
+    const acked = acks;
     pending = [];
-    if (batch.length > 0 && !stopped.aborted) options.onEvents(batch);
+    acks = [];
+    if (stopped.aborted) return;
+    if (batch.length > 0) options.onEvents(batch);
+    // After the events: an ack may be for an event of the same read.
+    if (acked.length > 0) options.onAcks(acked);
   };
 
   options.onState('connecting');
@@ -64,6 +95,17 @@ async function run(options: FollowOptions, stopped: AbortSignal): Promise<void> 
               ended = 'gone';
               return;
             }
+            if (message.event === 'revoked') {
+              ended = 'unauthorized';
+              return;
+            }
+            if (message.event === 'ack') {
+              const ack = parseAck(message.data);
+              if (ack) acks.push(ack);
+              return;
+            }
+            // Kinds of message this page does not know are left alone.
+            if (message.event !== undefined && message.event !== 'message') return;
             const event = JSON.parse(message.data) as RoostEvent;
             if (event.sequence <= after) return;
             after = event.sequence;

@@ -157,7 +157,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
     const decodeError = undecodable.get(request);
     if (decodeError) throw withHint(decodeError);
     const rawType = rawCaptureType(request.query);
-    if (rawType !== undefined) return captureRequest(request.headers, rawBody(request), rawType, droppedHeader);
+    if (rawType !== undefined) return captureRequest(request, rawBody(request), rawType, droppedHeader);
     if (request.validationError) {
       const error = request.validationError as Error & { validation?: []; validationContext?: string };
       const refusal = new RoostError(
@@ -173,7 +173,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
   /** The request handed to the core's sender policy (docs/api.md §3.2); it decides and stores. */
   const receiveFromSender = (request: FastifyRequest, address: InboxAddress, bytes: Buffer) =>
     service.receiveFromSender(address, senderRequestOf(request, bytes, config.baseUrl), (type, body) =>
-      captureRequest(request.headers, body, type ?? senderCaptureType(request.query as RawQuery), droppedHeader),
+      captureRequest(request, body, type ?? senderCaptureType(request.query as RawQuery), droppedHeader),
     );
 
   // GET answers only a sender's URL handshake (Meta, Microsoft Graph, Dropbox…); a wrong

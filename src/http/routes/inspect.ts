@@ -1,5 +1,6 @@
 // GET /inspect/{addressId}: the inspector page, where a person watches an address's events
-// in a browser, and GET /assets/{file}: its script and stylesheet, built from src/web into
+// in a browser; GET /: a short page saying what this service is, for a person who opens its
+// bare URL; and GET /assets/{file}: the inspector's script and stylesheet, built from src/web into
 // dist/web by `npm run build`. The page is the same static shell for every address (it reads
 // the id from its own URL and the token from its fragment or form), so nothing sent to the
 // server is ever reflected into it. Every byte it shows comes from strangers: the headers
@@ -66,6 +67,47 @@ function pageHtml(manifest: Manifest): string {
 `;
 }
 
+/** GET /: static, names no address and reflects nothing from the request. */
+const HOME_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>Roost: return addresses for software agents</title>
+<link rel="icon" href="data:,">
+<style>
+body { font: 16px/1.5 system-ui, sans-serif; max-width: 42rem; margin: 8vh auto; padding: 0 16px; }
+code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.9em; }
+a { color: LinkText; }
+</style>
+</head>
+<body>
+<main>
+<h1>Roost</h1>
+<p>This service gives short-lived software agents a <strong>return address</strong>: an email
+address, a secret inbox URL that other services POST to, and a durable, ordered queue of the
+events that arrive, read with a token over REST, Server-Sent Events, MCP or a command line.
+A person watches an address's events at <code>/inspect/{address id}</code>, with its token.</p>
+<h2>Start here</h2>
+<ul>
+<li><a href="/llms.txt">/llms.txt</a>: how to use it, in one page, for agents and people
+(create an address, deliver, read, acknowledge, email, MCP).</li>
+<li><a href="/api/v1/openapi.json">/api/v1/openapi.json</a>: the REST interface, as OpenAPI 3.1.</li>
+<li><code>POST /api/v1/addresses</code> creates an address; its response holds the token and
+the inbox URL, shown once.</li>
+</ul>
+<p>The documentation (<code>docs/</code>: the interface reference, webhooks and streaming,
+email, MCP, the inspector, the command line) comes with the service's source.</p>
+</main>
+</body>
+</html>
+`;
+
+/** Its one style sheet is inline; nothing else may load or run. */
+const HOME_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 /** The built page, or undefined when `npm run build` has not built it. */
 function loadBuiltPage(): { html: string; assets: Map<string, Asset> } | undefined {
   const manifestUrl = new URL('manifest.json', WEB_DIR);
@@ -85,6 +127,14 @@ export async function inspectRoutes(app: FastifyInstance): Promise<void> {
   const built = loadBuiltPage();
   const notBuilt = () =>
     new RoostError('unavailable', 503, 'The inspector page is not built on this server; run "npm run build".');
+
+  app.get('/', { schema: { hide: true } }, async (_request, reply) =>
+    setSecurityHeaders(reply)
+      .header('content-security-policy', HOME_CSP)
+      .header('cache-control', 'no-cache')
+      .type('text/html; charset=utf-8')
+      .send(HOME_HTML),
+  );
 
   app.get('/inspect/:addressId', { schema: { hide: true } }, async (_request, reply) => {
     if (!built) throw notBuilt();

@@ -1,0 +1,85 @@
+// What the inspector's browser tests share: Debian's Chromium under playwright-core, the
+// address's page URL with its fragment, mail sent over real SMTP, and watching a page.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import nodemailer, { type SendMailOptions } from 'nodemailer';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import type { CreatedAddress } from './helpers/http.js';
+import type { TestServer } from './helpers/server.js';
+
+export const CHROMIUM = '/usr/bin/chromium';
+// Under CI the browser tests always run (a missing browser fails them); elsewhere they say why not.
+export const browserSkip =
+  !existsSync(CHROMIUM) && process.env.CI !== 'true'
+    ? `skipped: ${CHROMIUM} is missing (apt-get install -y --no-install-recommends chromium)`
+    : false;
+export const DESKTOP = { width: 1280, height: 900 };
+export const PHONE = { width: 390, height: 844 };
+/** Generous: a live event shows well within a second; this bound only catches "never". */
+export const APPEARS_MS = 10_000;
+
+// Offline: every DNS question is answered "no such name", so mail authentication says none.
+export const offline = async () => {
+  throw Object.assign(new Error('offline'), { code: 'ENOTFOUND' });
+};
+
+export async function launch(): Promise<Browser> {
+  // Playwright gives every launch a fresh temporary profile (its own --user-data-dir).
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+export function inspectUrl(server: TestServer, address: CreatedAddress, fragment: Record<string, string>): string {
+  return `${server.url}/inspect/${address.id}#${new URLSearchParams(fragment).toString()}`;
+}
+
+/** Watches a page for anything that would mean a payload ran: dialogs, errors, navigation. */
+export function watch(page: Page) {
+  const seen = { dialogs: [] as string[], errors: [] as string[], urls: [] as string[], loaded: [] as string[] };
+  page.on('dialog', (dialog) => {
+    seen.dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  page.on('pageerror', (error) => seen.errors.push(error.message));
+  page.on('request', (req) => seen.urls.push(req.url()));
+  // Requests the browser refused itself (CSP) never leave it: `loaded` holds those that did.
+  page.on('requestfinished', (req) => seen.loaded.push(req.url()));
+  return seen;
+}
+
+export const sequences = (page: Page) =>
+  page.$$eval('[data-sequence]', (rows) => rows.map((row) => Number(row.getAttribute('data-sequence'))));
+
+export async function sendMail(server: TestServer, to: string, mail: SendMailOptions): Promise<void> {
+  const transport = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port: server.roost.smtpPort!,
+    secure: false,
+    ignoreTLS: true,
+    tls: { rejectUnauthorized: false },
+  });
+  await transport.sendMail({ ...mail, to });
+  transport.close();
+}
+
+/** Where screenshots go: docs/inspector/ on request; otherwise they are taken and dropped. */
+const SCREENSHOT_DIR =
+  process.env.ROOST_TEST_SCREENSHOTS === 'docs' ? join(import.meta.dirname, '..', 'docs', 'inspector') : undefined;
+
+export async function shoot(page: Page, name: string, fullPage = false): Promise<void> {
+  if (SCREENSHOT_DIR) mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const image = await page.screenshot({ path: SCREENSHOT_DIR && join(SCREENSHOT_DIR, `${name}.png`), fullPage });
+  assert.ok(image.length > 0);
+}
