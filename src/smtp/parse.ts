@@ -97,8 +97,8 @@ export interface EmailData {
 
 export interface ParsedEmail {
   data: EmailData;
-  /** Message-ID when usable as a key, else sha256:<hex of the raw message> (docs/api.md §8). */
-  dedupeKey: string;
+  /** The Message-ID when usable as a key; without one a message is never deduplicated (docs/email.md). */
+  dedupeKey: string | undefined;
   /** The bytes of data.attachments, in the same order. */
   attachmentBytes: Buffer[];
   /** Mailboxes in all From headers together: anything but 1 makes the verdict fail (RFC 7489 §6.6.1). */
@@ -177,9 +177,10 @@ function dateOf(headers: Record<string, string | string[]>): string | null {
   return Number.isNaN(ms) ? null : new Date(ms).toISOString();
 }
 
-function dedupeKeyFor(messageId: string | null, raw: Buffer): string {
-  if (messageId && IDEMPOTENCY_KEY_PATTERN.test(messageId)) return messageId;
-  return `sha256:${sha256(raw)}`;
+// Identical bytes are no proof of one message: a cron job or an appliance sends the same
+// alert again and again without a Message-ID, and each is news.
+function dedupeKeyFor(messageId: string | null): string | undefined {
+  return messageId && IDEMPOTENCY_KEY_PATTERN.test(messageId) ? messageId : undefined;
 }
 
 export async function parseEmail(raw: Buffer, limits: ParseLimits): Promise<ParsedEmail> {
@@ -198,7 +199,7 @@ export async function parseEmail(raw: Buffer, limits: ParseLimits): Promise<Pars
     const data = unparsedEmail(err instanceof Error ? err.message : String(err));
     const text = capped(raw.toString('utf8'), limits.maxTextBytes);
     Object.assign(data, { text: text.value, truncated: text.cut });
-    return { data, dedupeKey: dedupeKeyFor(null, raw), attachmentBytes: [], fromMailboxes: 0 };
+    return { data, dedupeKey: undefined, attachmentBytes: [], fromMailboxes: 0 };
   }
   const { default: EmailReplyParser } = await loadReplyParser();
   const { headers, cut: headersCut } = headerMap(mail.headerLines);
@@ -251,7 +252,7 @@ export async function parseEmail(raw: Buffer, limits: ParseLimits): Promise<Pars
   data.truncated = cut;
   return {
     data,
-    dedupeKey: dedupeKeyFor(messageId, raw),
+    dedupeKey: dedupeKeyFor(messageId),
     attachmentBytes: listed.map((a) => a.content),
     fromMailboxes,
   };
