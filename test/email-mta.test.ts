@@ -4,8 +4,10 @@
 // and counted, and the greeting's host name.
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { SmtpDialogue, message, splitReceived } from './helpers/smtp.js';
@@ -219,5 +221,16 @@ describe('postmaster and abuse', () => {
     await smtp.command('MAIL FROM:<x@example.org>');
     assert.equal((await smtp.command('RCPT TO:<postmaster@example.com>')).code, 550);
     await smtp.quit();
+  });
+});
+
+describe('ROOST_SMTP_HOSTNAME', () => {
+  test('defaults to the machine name when it is a full one, else to the host of ROOST_BASE_URL; a bad name stops the start', () => {
+    const machine = hostname().toLowerCase();
+    const expected = machine.includes('.') ? machine : 'roost.example.com';
+    assert.equal(loadConfig({ ROOST_BASE_URL: 'https://roost.example.com' }).email.hostname, expected);
+    assert.equal(loadConfig({ ROOST_SMTP_HOSTNAME: 'MX1.Example.com' }).email.hostname, 'mx1.example.com');
+    assert.throws(() => loadConfig({ ROOST_SMTP_HOSTNAME: 'bad name\r\n250 OK' }), ConfigError);
+    assert.throws(() => loadConfig({ ROOST_POSTMASTER_ADDRESS: 'not an email' }), ConfigError);
   });
 });
