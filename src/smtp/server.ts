@@ -1,7 +1,8 @@
 // Inbound email (docs/api.md §8): an SMTP server for ROOST_MAIL_DOMAIN that accepts mail for
 // live return addresses and hands each message to the core's one `deliver` path — one
-// `email.received` event per recipient address. It is a final destination, never a relay:
-// no AUTH, no other domains. 250 is answered only after every event is committed. The
+// `email.received` event per recipient address — and keeps postmaster@ and abuse@ mail for
+// the operator (postmaster.ts). It is a final destination, never a relay: no AUTH, no other
+// domains. 250 is answered only after every event is committed, and names the events. The
 // port faces the internet: work per message is bounded and done off the event loop
 // (processor.ts), each client IP has its own limits (ip-limits.ts), and STARTTLS is offered
 // when the operator gives a certificate (tls-files.ts).
