@@ -1,5 +1,6 @@
 // Configuration: the environment (docs/api.md §10) and the CLI's flags, read once into one
 // validated Config that is passed to every module. Nothing else reads process.env.
+import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseSecretKey } from './core/secret-box.js';
 
@@ -92,6 +93,14 @@ export interface EmailLimits {
   /** The longest `text` and `html` an event holds (UTF-8 bytes); the rest stays in the raw message. */
   maxTextBytes: number;
   maxHtmlBytes: number;
+  /** The name the SMTP greeting, EHLO and Received lines give for this host. */
+  hostname: string;
+  /**
+   * Where mail to postmaster@ and abuse@ goes: a return address (its email), or, when none
+   * is named, .eml files in this directory (docs/email.md "postmaster and abuse").
+   */
+  postmasterAddress?: string;
+  postmasterDir: string;
 }
 
 export class ConfigError extends Error {}
@@ -138,6 +147,8 @@ export const ENV_VARS = [
   'ROOST_EMAIL_DEADLINE_MS',
   'ROOST_EMAIL_MAX_TEXT_BYTES',
   'ROOST_EMAIL_MAX_HTML_BYTES',
+  'ROOST_SMTP_HOSTNAME',
+  'ROOST_POSTMASTER_ADDRESS',
   'ROOST_SECRET_KEY',
 ] as const;
 
@@ -257,6 +268,18 @@ function parseOrigins(raw: string | undefined): string[] {
     });
 }
 
+/** The machine's name when it is a full one, else the host of ROOST_BASE_URL, else the machine's name. */
+function defaultSmtpHostname(baseUrl: string | undefined): string {
+  const machine = hostname();
+  if (machine.includes('.') || !baseUrl) return machine;
+  try {
+    const host = new URL(baseUrl).hostname;
+    return /^[a-z0-9.-]+$/i.test(host) && /[a-z]/i.test(host) ? host : machine;
+  } catch {
+    return machine;
+  }
+}
+
 export function loadConfig(env: Env = {}): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = env.HOST || '127.0.0.1';
@@ -299,6 +322,13 @@ export function loadConfig(env: Env = {}): Config {
   if (secretKeyText !== undefined && !secretKey)
     throw new ConfigError('ROOST_SECRET_KEY must be 32 bytes in base64 (openssl rand -base64 32) or 64 hex digits');
   const dbPath = env.ROOST_DB || './data/roost.db';
+  const isHostname = (name: string) => /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(name) && name.length <= 253;
+  const machineName = defaultSmtpHostname(env.ROOST_BASE_URL).toLowerCase();
+  const smtpHostname = env.ROOST_SMTP_HOSTNAME?.toLowerCase() || (isHostname(machineName) ? machineName : 'localhost');
+  if (!isHostname(smtpHostname)) throw new ConfigError(`ROOST_SMTP_HOSTNAME is not a host name: "${smtpHostname}"`);
+  const postmasterAddress = env.ROOST_POSTMASTER_ADDRESS?.trim().toLowerCase() || undefined;
+  if (postmasterAddress !== undefined && !/^[a-z0-9]+(-[a-z0-9]+)*@[a-z0-9.-]+$/.test(postmasterAddress))
+    throw new ConfigError(`ROOST_POSTMASTER_ADDRESS must be the email of a return address, got "${postmasterAddress}"`);
 
   return {
     port,
@@ -342,6 +372,9 @@ export function loadConfig(env: Env = {}): Config {
       processingDeadlineMs: integer(env, 'ROOST_EMAIL_DEADLINE_MS', 5_000, 100, 600_000),
       maxTextBytes: parseSize(env, 'ROOST_EMAIL_MAX_TEXT_BYTES', 256 * 1024),
       maxHtmlBytes: parseSize(env, 'ROOST_EMAIL_MAX_HTML_BYTES', 256 * 1024),
+      hostname: smtpHostname,
+      postmasterAddress,
+      postmasterDir: join(dirname(dbPath), 'postmaster'),
     },
     secretKey,
     secretKeyPath: join(dirname(dbPath), 'secret.key'),

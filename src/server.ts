@@ -100,7 +100,7 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
     // ROOST_SMTP_PORT=0 disables SMTP (docs/api.md §8); a test asks for any free port via options.smtp.port.
     smtp =
       config.smtpPort !== 0 || options.smtp?.port !== undefined
-        ? await startSmtpServer({ config, service, logger }, options.smtp)
+        ? await startSmtpServer({ config, service, logger, metrics }, options.smtp)
         : null;
   } catch (error) {
     // A port already taken must not leave the other listener or the storage open.

@@ -4,11 +4,12 @@
 // these tests reproduce it and show what Roost does now.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { EventEmitter, once } from 'node:events';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createAddress, listEvents, request, type CreatedAddress } from './helpers/http.js';
 import { ENGINES, engineSkipReason, startTestServer, type TestServer } from './helpers/server.js';
-import { SmtpDialogue, message } from './helpers/smtp.js';
+import { SmtpDialogue, message, splitReceived } from './helpers/smtp.js';
 import { MAX_DNS_LOOKUPS } from '../src/smtp/processor.js';
 import { MAX_DKIM_SIGNATURES } from '../src/smtp/authenticate.js';
 
@@ -123,7 +124,7 @@ describe('a message that runs past its deadline', () => {
     const rawCopy = await request(server.url, 'GET', `/api/v1/addresses/${address.id}/events/${event.id}/raw`, {
       token: address.token,
     });
-    assert.equal(sha256(rawCopy.text), sha256(raw));
+    assert.equal(sha256(splitReceived(Buffer.from(rawCopy.text, 'latin1')).rest), sha256(raw));
 
     const next = await createAddress(server.url);
     const reply = await send(
@@ -140,22 +141,30 @@ describe('a message that runs past its deadline', () => {
 describe('a sender whose name servers never answer', () => {
   let server: TestServer;
   let unanswered = 0;
-  // The test world's DNS, except that nothing under blackhole.example ever answers.
+  const asked = new EventEmitter();
+  const held: Array<() => void> = [];
+  // The test world's DNS, except that nothing under blackhole.example answers until the test
+  // says so: the order of what happens is then decided by events, never by a clock.
   const hanging = async (name: string, rrtype: string) => {
     if (!/(^|\.)blackhole\.example$/i.test(name)) return resolver(name, rrtype);
     unanswered++;
-    return new Promise<never>(() => {});
+    asked.emit('question');
+    return new Promise<never>((_, reject) =>
+      held.push(() => reject(Object.assign(new Error('DNS timed out'), { code: 'ETIMEOUT' }))),
+    );
   };
   before(async () => {
     server = await startTestServer('sqlite', {
       env: { ROOST_MAIL_DOMAIN: DOMAIN },
-      smtp: { port: 0, dnsResolver: hanging, authTimeoutMs: 3_000 },
+      // Far beyond the test: the silent name servers are answered by the test itself.
+      smtp: { port: 0, dnsResolver: hanging, authTimeoutMs: 120_000 },
     });
   });
   after(() => server.close());
 
-  test('holds no worker for its deadline: other mail is answered meanwhile, its own is queued with temperror', async () => {
+  test('holds no worker while it waits: other mail is answered meanwhile, its own is queued with temperror', async () => {
     const address = await createAddress(server.url);
+    let stuckAnswered = 0;
     // Twenty messages from two clients, each at its connection cap: more than the workers
     // would hold if a message waiting on DNS kept its worker.
     const stuck = Array.from({ length: 20 }, (_, i) => {
@@ -164,29 +173,29 @@ describe('a sender whose name servers never answer', () => {
         { From: from, To: address.email, Subject: `stuck ${i}`, 'Message-ID': `<stuck-${i}@x>` },
         'wait',
       );
-      return send(server.roost.smtpPort!, from, address.email, raw, `127.0.0.${2 + (i % 2)}`);
+      return send(server.roost.smtpPort!, from, address.email, raw, `127.0.0.${2 + (i % 2)}`).then((reply) => {
+        stuckAnswered++;
+        return reply;
+      });
     });
     // Both workers hold one of them at least; the others are with them or waiting their turn.
-    const deadline = Date.now() + 2_500;
-    while (unanswered < 2) {
-      assert.ok(Date.now() < deadline, `only ${unanswered} questions to the silent name servers`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const started = performance.now();
+    while (unanswered < 2) await once(asked, 'question');
     const meanwhile = message({ From: 'billing@good.example', To: address.email, Subject: 'meanwhile' }, 'fine');
     const reply = await send(server.roost.smtpPort!, 'bounce@mail.good.example', address.email, meanwhile);
-    const took = performance.now() - started;
     assert.equal(reply.code, 250, reply.text);
-    assert.ok(took < 1_500, `other mail waited ${took.toFixed(0)} ms behind mail whose DNS never answers`);
+    assert.equal(stuckAnswered, 0, 'the other mail was answered while every stuck message still waited on DNS');
 
+    // Now the silent name servers time out, for the questions asked and any still to come.
+    const release = () => {
+      for (const answer of held.splice(0)) answer();
+    };
+    asked.on('question', () => setImmediate(release));
+    release();
     for (const answer of await Promise.all(stuck)) assert.equal(answer.code, 250, answer.text);
     const { events } = (await listEvents(server.url, address, 'limit=50')).body;
     assert.equal(events.length, 21);
-    for (const event of events.filter((e: any) => e.data.subject.startsWith('stuck'))) {
+    for (const event of events.filter((e: any) => e.data.subject.startsWith('stuck')))
       assert.equal(event.data.authentication.spf, 'temperror');
-      assert.match(event.data.authentication.note, /DNS did not answer in time/);
-    }
     assert.equal(events.find((e: any) => e.data.subject === 'meanwhile').data.authentication.verdict, 'pass');
   });
 });
@@ -327,7 +336,7 @@ for (const engine of ENGINES) {
         const rawCopy = await fetch(`${server.url}/api/v1/addresses/${address.id}/events/${event.id}/raw`, {
           headers: { authorization: `Bearer ${address.token}` },
         });
-        assert.equal(sha256(Buffer.from(await rawCopy.arrayBuffer())), sha256(raw));
+        assert.equal(sha256(splitReceived(Buffer.from(await rawCopy.arrayBuffer())).rest), sha256(raw));
         // Another address's token, a missing token, an index past the list.
         assert.equal(
           (
@@ -352,8 +361,9 @@ for (const engine of ENGINES) {
         assert.equal(missing.status, 404);
         assert.equal(missing.body.error.code, 'event_not_found');
       }
-      // Stored once: the raw message and the attachment, whatever the number of recipients.
-      assert.equal(await blobCount(), 2);
+      // The attachment is stored once, whatever the number of recipients; each recipient's
+      // raw message is its own, as its Received line names its event.
+      assert.equal(await blobCount(), 3);
       // Deleting one address keeps what the other still names; deleting both removes all.
       assert.equal(
         (await request(server.url, 'DELETE', `/api/v1/addresses/${one.id}`, { token: one.token })).status,
@@ -407,7 +417,7 @@ describe('per-IP limits', () => {
     const held = await Promise.all([1, 2, 3].map(() => greeting('127.0.0.1')));
     for (const { line } of held) assert.match(line, /^220 /);
     const refused = await greeting('127.0.0.1');
-    assert.match(refused.line, /^421 /);
+    assert.match(refused.line, /^421 4\.7\.0 /);
     refused.socket.destroy();
     const other = await greeting('127.0.0.2');
     assert.match(other.line, /^220 /);
@@ -421,11 +431,12 @@ describe('per-IP limits', () => {
     const smtp = await SmtpDialogue.open(server.roost.smtpPort!, 'client.test', '127.0.0.3');
     const codes = [];
     for (let i = 0; i < 3; i++) {
-      codes.push((await smtp.command('MAIL FROM:<a@example.org>')).code);
+      const reply = await smtp.command('MAIL FROM:<a@example.org>');
+      codes.push(`${reply.code} ${reply.text.split(' ')[0]}`);
       await smtp.command('RSET');
     }
     await smtp.quit();
-    assert.deepEqual(codes, [250, 250, 451]);
+    assert.deepEqual(codes, ['250 2.1.0', '250 2.1.0', '451 4.7.0']);
     // Another address is not affected.
     const reply = await send(
       server.roost.smtpPort!,

@@ -1,15 +1,35 @@
 // The email processor's worker pool on its own, with real worker threads: what a worker holds
 // at once is bounded by count and by bytes, and small mail is not held up behind large
-// messages that wait on silent name servers.
+// messages that wait on silent name servers. The silent name servers are the test's: they
+// answer when the test says so, and every step waits on what happened, not on a clock.
 import assert from 'node:assert/strict';
+import { EventEmitter, once } from 'node:events';
 import { after, test } from 'node:test';
 import { EmailProcessor, type ProcessInput } from '../src/smtp/processor.js';
 
-const DEADLINE_MS = 800;
-// Nothing under blackhole.example ever answers; every other name does not exist.
+// Never reached: the test answers the silent names itself.
+const DEADLINE_MS = 120_000;
+/** What happened, in order: questions to silent names ("asked …") and results ("done …"). */
+const trace: string[] = [];
+const changed = new EventEmitter();
+const note = (entry: string) => {
+  trace.push(entry);
+  changed.emit('change');
+};
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await once(changed, 'change');
+}
+
+let silent = true;
+const held: Array<() => void> = [];
+const timedOut = () => Object.assign(new Error('DNS timed out'), { code: 'ETIMEOUT' });
+// Names under blackhole.example answer "timed out" once the test lets them; others do not exist.
 async function resolver(name: string): Promise<never> {
-  if (/(^|\.)blackhole\.example$/i.test(name)) return new Promise<never>(() => {});
-  throw Object.assign(new Error(`no record for ${name}`), { code: 'ENOTFOUND' });
+  if (!/(^|\.)blackhole\.example$/i.test(name))
+    throw Object.assign(new Error(`no record for ${name}`), { code: 'ENOTFOUND' });
+  note(`asked ${name.toLowerCase()}`);
+  if (!silent) throw timedOut();
+  return new Promise<never>((_, reject) => held.push(() => reject(timedOut())));
 }
 
 const processor = new EmailProcessor({
@@ -29,24 +49,33 @@ function mail(sender: string, bodyBytes: number): ProcessInput {
 }
 
 test('a worker holds at most its bytes: a large message waits for room, a small one that fits goes first', async () => {
-  const started = performance.now();
-  const done: Array<{ name: string; at: number }> = [];
   const run = (name: string, input: ProcessInput) =>
     processor.process(input).then((result) => {
-      done.push({ name, at: performance.now() - started });
+      note(`done ${name}`);
       return result;
     });
-  const results = await Promise.all([
-    run('large 1', mail('one@blackhole.example', 600 * 1024)),
-    run('large 2', mail('two@blackhole.example', 600 * 1024)),
+  const results = Promise.all([
+    run('large 1', mail('a@one.blackhole.example', 600 * 1024)),
+    run('large 2', mail('b@two.blackhole.example', 600 * 1024)),
     run('small', mail('someone@example.org', 1024)),
   ]);
-  assert.deepEqual(
-    done.map((d) => d.name),
-    ['small', 'large 1', 'large 2'],
+  // The small message is done while the first large one still waits on its name servers,
+  // and the second large one has not started: the two do not fit in the worker together.
+  await until(() => trace.includes('done small'));
+  assert.ok(
+    trace.some((entry) => entry.startsWith('asked ') && entry.includes('one.blackhole')),
+    'large 1 is waiting on DNS',
   );
-  const [first, second] = done.filter((d) => d.name.startsWith('large')).map((d) => d.at);
-  // The second large message starts only once the first has gone: a deadline apart.
-  assert.ok(second - first >= DEADLINE_MS * 0.75, `the large messages ended ${(second - first).toFixed(0)} ms apart`);
-  for (const result of results.slice(0, 2)) assert.equal(result.authentication.spf, 'temperror');
+  assert.ok(!trace.some((entry) => entry.includes('two.blackhole')), 'large 2 has not started');
+  assert.ok(!trace.includes('done large 1'));
+
+  silent = false;
+  for (const answer of held.splice(0)) answer();
+  const [first, second] = await results;
+  const done = trace.filter((entry) => entry.startsWith('done '));
+  assert.deepEqual(done, ['done small', 'done large 1', 'done large 2']);
+  // The second large message started only once the first had gone.
+  const firstQuestionOfLarge2 = trace.findIndex((entry) => entry.includes('two.blackhole'));
+  assert.ok(firstQuestionOfLarge2 > trace.indexOf('done large 1'), trace.join('\n'));
+  for (const result of [first, second]) assert.equal(result.authentication.spf, 'temperror');
 });

@@ -108,6 +108,11 @@ describe('STARTTLS', () => {
     const res = await listEvents(server.url, address);
     assert.equal(res.body.events.length, 1);
     assert.match(res.body.events[0].data.text, /482913/);
+    // The Received line says how the message travelled.
+    assert.match(
+      res.body.events[0].data.headers.received,
+      /^from client\.test \(unknown \[127\.0\.0\.1\]\) \(using TLSv1\.3 with cipher TLS_\w+\) by \S+ \(Roost\) with ESMTPS id evt_/,
+    );
   });
 
   test('a renewed certificate is served without a restart', async () => {

@@ -53,6 +53,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly smtpRefusals = new Counter({
+    name: 'roost_smtp_refusals_total',
+    help: 'SMTP replies refusing something (4xx, 5xx), by reply code and a fixed reason: unknown_mailbox, mailbox_full, rate_limited…',
+    labelNames: ['code', 'reason'] as const,
+    registers: [this.registry],
+  });
+
   readonly streamsOpen: Gauge;
 
   readonly senderDeliveries = new Counter({

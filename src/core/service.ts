@@ -82,6 +82,8 @@ export interface DeliveryInput {
   dataFor?: (eventId: string) => unknown;
   /** Bytes stored beside the event (email attachments, the raw message), in its own transaction. */
   parts?: EmailPart[];
+  /** Parts that name their own event (the raw message's Received line): used instead of `parts`, after `dataFor`. */
+  partsFor?: (eventId: string) => EmailPart[];
 }
 
 /**
@@ -620,11 +622,11 @@ export class RoostService {
     const alternative = transport === 'http' ? 'or deliver it with ?raw=1, which stores any body as sent' : undefined;
     refuseNul('type', input.type, alternative);
     refuseNul('source', input.source, alternative);
-    if (input.parts)
-      for (const part of input.parts) refuseNul(`The filename of attachment ${part.part}`, part.filename);
     const createdAt = this.now();
     const id = input.dataFor ? newEventId(createdAt) : undefined;
     const data = id && input.dataFor ? input.dataFor(id) : input.data;
+    const parts = id && input.partsFor ? input.partsFor(id) : input.parts;
+    if (parts) for (const part of parts) refuseNul(`The filename of attachment ${part.part}`, part.filename);
     if (jsonDepthExceeds(data, MAX_JSON_DEPTH)) {
       throw invalidRequest(`data is nested more than ${MAX_JSON_DEPTH} levels deep.`);
     }
@@ -640,7 +642,7 @@ export class RoostService {
         // docs/api.md §3: an HTTP delivery's key never finds an email, nor an email's an HTTP delivery.
         keyScope: transport === 'email' ? 'email' : 'http',
         createdAt,
-        parts: input.parts,
+        parts,
       },
       EVENT_CAPACITY,
       this.config.maxBytesPerAddress,

@@ -2,6 +2,7 @@
 // tell genuine mail from a spoofed one without reading Authentication-Results syntax.
 // Runs in the email worker thread (process-worker.ts), which a deadline stops; DNS answers
 // come from the event loop (processor.ts), which bounds their number and their time.
+import { domainToASCII, domainToUnicode } from 'node:url';
 import { getDomain } from 'tldts';
 
 /** mailauth and its dependencies are loaded with the first message, not at start: a service without mail need not carry them. */
@@ -71,8 +72,13 @@ function normalise(result: unknown): AuthResult {
   return (RESULTS.includes(text) ? text : 'none') as AuthResult;
 }
 
+/** A domain as a reader writes it: Unicode labels, whether the sender wrote them so or in punycode (xn--). */
+const readable = (domain: string) => domainToUnicode(domain) || domain;
+/** The same domain in ASCII (punycode), for comparing one written either way with another. */
+const comparable = (domain: string) => domainToASCII(domain) || domain;
+
 const domainOf = (address: string | null | undefined) =>
-  address && address.includes('@') ? address.slice(address.lastIndexOf('@') + 1).toLowerCase() : null;
+  address && address.includes('@') ? readable(address.slice(address.lastIndexOf('@') + 1).toLowerCase()) : null;
 
 /** What the check says when it could not finish: nothing verified. */
 export function unverified(input: Pick<AuthenticateInput, 'sender' | 'from'>, why: string): AuthenticationSummary {
@@ -108,8 +114,8 @@ export function judge(
  */
 export function aligned(a: string | null | undefined, b: string | null | undefined): boolean {
   if (!a || !b) return false;
-  const x = a.toLowerCase().replace(/\.$/, '');
-  const y = b.toLowerCase().replace(/\.$/, '');
+  const x = comparable(a.toLowerCase().replace(/\.$/, ''));
+  const y = comparable(b.toLowerCase().replace(/\.$/, ''));
   if (x === y) return true;
   const orgX = getDomain(x, { allowPrivateDomains: true });
   return orgX !== null && orgX === getDomain(y, { allowPrivateDomains: true });
@@ -160,7 +166,7 @@ export async function authenticate(input: AuthenticateInput, resolver: DnsResolv
       // that a failed signature — the body was changed after signing — and so do we.
       const result = comment === 'body hash did not verify' ? 'fail' : normalise(row.status?.result);
       return {
-        domain: (row.signingDomain ?? '').toLowerCase(),
+        domain: readable((row.signingDomain ?? '').toLowerCase()),
         selector: row.selector ?? null,
         result,
         aligned: aligned(row.signingDomain, fromDomain),
@@ -168,7 +174,8 @@ export async function authenticate(input: AuthenticateInput, resolver: DnsResolv
       };
     });
   const spfStatus = result.spf ? normalise((result.spf as { status?: { result?: string } }).status?.result) : 'none';
-  const spfDomain = result.spf ? ((result.spf as { domain?: string }).domain ?? null) : null;
+  const spfChecked = result.spf ? (result.spf as { domain?: string }).domain : undefined;
+  const spfDomain = spfChecked ? readable(spfChecked.toLowerCase()) : null;
   const dmarc = result.dmarc ? normalise((result.dmarc as { status?: { result?: string } }).status?.result) : 'none';
   const summary: AuthenticationSummary = {
     spf: spfStatus,

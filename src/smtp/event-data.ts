@@ -2,7 +2,6 @@
 // parsed fields, the manifest of the parts stored beside the event (with their URLs, which
 // name the event), the authentication summary and the hints. Bounded whatever the message
 // (docs/email.md "Size of an event").
-import { createHash } from 'node:crypto';
 import { RAW_EMAIL_PART, type EmailPart } from '../storage/storage.js';
 import type { AuthenticationSummary } from './authenticate.js';
 import type { Extracted } from './extract.js';
@@ -16,22 +15,29 @@ export interface EmailContent {
     authentication: AuthenticationSummary;
     extracted: Extracted;
   };
-  dedupeKey: string;
+  /** The Message-ID when it can be a key; a message without one is never deduplicated. */
+  dedupeKey: string | undefined;
+  /** The attachments; the raw message is added per event (its Received line names the event). */
   parts: EmailPart[];
-  rawSha256: string;
 }
 
-const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+/** The stored message: as received, after the Received line that names its event. */
+export interface StoredRaw {
+  size: number;
+  sha256: string;
+  /** The Received line prepended (CRLF-folded), also listed first in `headers.received`. */
+  received: string;
+}
 
-export function emailContent(raw: Buffer, processed: Processed): EmailContent {
-  const rawSha256 = sha256(raw);
-  const rawPart: EmailPart = {
-    part: RAW_EMAIL_PART,
-    sha256: rawSha256,
-    contentType: 'message/rfc822',
-    filename: 'message.eml',
-    bytes: raw,
-  };
+export const rawEmailPart = (bytes: Buffer, sha256: string): EmailPart => ({
+  part: RAW_EMAIL_PART,
+  sha256,
+  contentType: 'message/rfc822',
+  filename: 'message.eml',
+  bytes,
+});
+
+export function emailContent(processed: Processed): EmailContent {
   const { parsed, authentication } = processed;
   if (!parsed) {
     // The deadline stopped parsing: the message is queued all the same, readable whole at raw.url.
@@ -41,9 +47,8 @@ export function emailContent(raw: Buffer, processed: Processed): EmailContent {
         authentication,
         extracted: { note: 'hints only, guessed from the message text; links were not visited', codes: [], links: [] },
       },
-      dedupeKey: `sha256:${rawSha256}`,
-      parts: [rawPart],
-      rawSha256,
+      dedupeKey: undefined,
+      parts: [],
     };
   }
   const parts = parsed.data.attachments.map((attachment, index): EmailPart => ({
@@ -56,18 +61,24 @@ export function emailContent(raw: Buffer, processed: Processed): EmailContent {
   return {
     data: { ...parsed.data, authentication, extracted: parsed.extracted },
     dedupeKey: parsed.dedupeKey,
-    parts: [rawPart, ...parts],
-    rawSha256,
+    parts,
   };
 }
 
-/** The event's data with the URLs of its parts, once its id is known. */
-export function emailEventData(content: EmailContent, rawSize: number, partsUrl: string) {
-  const { attachments, authentication, extracted, ...fields } = content.data;
+/** The event's data with the URLs of its parts and its Received line, once its id is known. */
+export function emailEventData(content: EmailContent, raw: StoredRaw, partsUrl: string) {
+  const { attachments, authentication, extracted, headers, ...fields } = content.data;
+  const ours = raw.received
+    .replace(/^Received:\s*/i, '')
+    .replace(/\r\n\s+/g, ' ')
+    .trim();
+  const held = headers.received;
+  const received = held === undefined ? ours : [ours, ...(Array.isArray(held) ? held : [held])];
   return {
     ...fields,
+    headers: { ...headers, received },
     attachments: attachments.map((attachment, index) => ({ ...attachment, url: `${partsUrl}/attachments/${index}` })),
-    raw: { size: rawSize, sha256: content.rawSha256, url: `${partsUrl}/raw` },
+    raw: { size: raw.size, sha256: raw.sha256, url: `${partsUrl}/raw` },
     authentication,
     extracted,
   };

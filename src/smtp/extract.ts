@@ -34,6 +34,10 @@ const MAX_SCAN_CHARS = 200_000;
 
 const CODE_WORDS =
   /\b(code|codes|otp|passcode|pass code|pin|one[- ]time|verification|verify|confirm|confirmation|security|login|log-in|sign[- ]in|2fa|two[- ]factor|token|código|code de|Bestätigungscode|Code)\b/i;
+// The same for scripts without spaces or outside \w, where \b never matches: Russian,
+// Japanese, Chinese, Korean.
+const CODE_WORDS_WIDE =
+  /(код|пароль|подтвержд|верификац|確認コード|認証コード|認証番号|確認番号|コード|ワンタイム|パスワード|验证码|驗證碼|校验码|인증)/i;
 // Digits (optionally split in two by a space or dash, as in "123 456") or a short mixed
 // token with at least one digit and one capital letter ("K7Q-29X" is written as one).
 const CODE_CANDIDATE =
@@ -109,7 +113,7 @@ function kindOf(url: string, text: string | null): ExtractedLink['kind'] {
 function findCodes(text: string): string[] {
   const found: Array<{ code: string; score: number; at: number }> = [];
   for (const line of text.split(/\n/)) {
-    const nearWord = CODE_WORDS.test(line);
+    const nearWord = CODE_WORDS.test(line) || CODE_WORDS_WIDE.test(line);
     for (const match of line.matchAll(CODE_CANDIDATE)) {
       const code = match[1];
       const digitsOnly = /^\d+$/.test(code.replace(/[- ]/g, ''));

@@ -2,6 +2,10 @@
 declare module 'html-to-text' {
   export function htmlToText(
     html: string,
-    options?: { wordwrap?: number | false; limits?: { maxDepth?: number } },
+    options?: {
+      wordwrap?: number | false;
+      limits?: { maxDepth?: number };
+      selectors?: Array<{ selector: string; format?: string; options?: Record<string, unknown> }>;
+    },
   ): string;
 }

@@ -19,12 +19,12 @@ export class SmtpDialogue {
     socket.on('data', (chunk: string) => this.onData(chunk));
   }
 
-  /** Connects, reads the greeting and says EHLO; returns the EHLO reply as `ehlo`. */
+  /** Connects, reads the greeting and says EHLO; returns both replies as `greeting` and `ehlo`. */
   static async open(
     port: number,
     helo = 'client.test',
     localAddress?: string,
-  ): Promise<SmtpDialogue & { ehlo: SmtpReply }> {
+  ): Promise<SmtpDialogue & { greeting: SmtpReply; ehlo: SmtpReply }> {
     // localAddress: another loopback address (127.0.0.2…) stands for another client IP.
     const socket = connect({ port, host: '127.0.0.1', localAddress });
     await new Promise<void>((resolve, reject) => {
@@ -35,7 +35,7 @@ export class SmtpDialogue {
     const greeting = await dialogue.next();
     if (greeting.code !== 220) throw new Error(`greeting ${greeting.code} ${greeting.text}`);
     const ehlo = await dialogue.command(`EHLO ${helo}`);
-    return Object.assign(dialogue, { ehlo });
+    return Object.assign(dialogue, { greeting, ehlo });
   }
 
   private onData(chunk: string) {
@@ -104,4 +104,14 @@ export function message(headers: Record<string, string>, body: string): string {
   return `${Object.entries(headers)
     .map(([k, v]) => `${k}: ${v}`)
     .join('\r\n')}\r\n\r\n${body}`;
+}
+
+/** A stored message split into the Received line Roost put first (unfolded) and the message as sent. */
+export function splitReceived(stored: Buffer): { received: string; rest: Buffer } {
+  const match = /^Received: [^\r\n]*(?:\r\n[ \t][^\r\n]*)*\r\n/.exec(stored.toString('latin1'));
+  if (!match)
+    throw new Error(
+      `the stored message does not start with a Received line: ${stored.subarray(0, 80).toString('latin1')}`,
+    );
+  return { received: match[0].replace(/\r\n[ \t]+/g, ' ').trim(), rest: stored.subarray(match[0].length) };
 }
