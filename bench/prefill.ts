@@ -3,7 +3,7 @@
 // server uses), with synchronous=NORMAL because only the resulting file matters here.
 import { statSync } from 'node:fs';
 import { digestSecret, newAddressId, newIngressSecret, newReadToken, newSlug } from '../src/core/secrets.js';
-import { SqliteStorage } from '../src/storage/sqlite.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
 import { SMALL_EVENT, type BenchAddress } from './fixtures.js';
 
 const EVENT_DATA = JSON.stringify(JSON.parse(SMALL_EVENT).data);

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
-import { PostgresStorage } from '../src/storage/postgres.js';
+import { PostgresStorage } from '../src/storage/postgres/engine.js';
 import type { AppendInput, AppendResult } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 import { createTestDatabase, postgresSkipReason, withClient, type TestDatabase } from './helpers/postgres.js';

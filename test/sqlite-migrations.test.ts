@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
-import { SqliteStorage } from '../src/storage/sqlite.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
 import { KEYS_PER_MS, newEventId } from '../src/storage/event-ids.js';
-import { SQLITE_MIGRATIONS } from '../src/storage/sqlite-migrations.js';
+import { SQLITE_MIGRATIONS } from '../src/storage/sqlite/migrations.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 
 /** A file as version `version` leaves it, with the migrations' own SQL. */

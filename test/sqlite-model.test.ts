@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { SqliteStorage } from '../src/storage/sqlite.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
 import type { AddressRecord } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 

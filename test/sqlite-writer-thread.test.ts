@@ -13,10 +13,10 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import { SqliteStorage } from '../src/storage/sqlite.js';
-import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
+import { migrate, openSqlite } from '../src/storage/sqlite/connection.js';
 import { newEventId } from '../src/storage/event-ids.js';
-import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite-write-transactions.js';
+import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite/writes.js';
 import type { AppendInput, EmailPart } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 

@@ -14,9 +14,9 @@ import Database from 'better-sqlite3';
 import { loadConfig } from '../src/config.js';
 import { newEventId } from '../src/storage/event-ids.js';
 import { addressRecord, appendInput } from './helpers/records.js';
-import { PostgresStorage } from '../src/storage/postgres.js';
-import { SqliteStorage } from '../src/storage/sqlite.js';
-import { SQLITE_MIGRATIONS } from '../src/storage/sqlite-migrations.js';
+import { PostgresStorage } from '../src/storage/postgres/engine.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
+import { SQLITE_MIGRATIONS } from '../src/storage/sqlite/migrations.js';
 import type { Storage } from '../src/storage/storage.js';
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from './helpers/postgres.js';
 

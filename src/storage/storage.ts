@@ -1,5 +1,5 @@
 // The storage interface: the domain operations Roost needs, with no SQL above this line.
-// Two engines implement it: sqlite.ts (embedded, one process) and postgres.ts (shared by
+// Two engines implement it: sqlite/ (embedded, one process) and postgres/ (shared by
 // many instances). Every rule that concurrency could break — gapless sequences, one winner
 // per idempotency key, capacity and eviction — is enforced inside the engine's transaction.
 

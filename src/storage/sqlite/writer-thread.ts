@@ -1,11 +1,11 @@
 // The SQLite writer thread: the only connection that writes the file. It takes the write
-// requests of sqlite.ts in order and answers each one after its COMMIT. Appends that arrive
+// requests of engine.ts in order and answers each one after its COMMIT. Appends that arrive
 // while a batch is being committed — or in one message — are committed together in the next
 // batch (group commit), so the event loop goes on parsing requests while the disk syncs,
 // and a 202 still waits for the fsync of its own event.
 import { parentPort, workerData } from 'node:worker_threads';
-import { openSqlite, type Synchronous } from './sqlite-connection.js';
-import { SqliteWrites, type AppendOutcome, type AppendTuple } from './sqlite-write-transactions.js';
+import { openSqlite, type Synchronous } from './connection.js';
+import { SqliteWrites, type AppendOutcome, type AppendTuple } from './writes.js';
 
 export interface WriterOptions {
   path: string;

@@ -1,9 +1,9 @@
 // Every write to the SQLite file, on the one connection that makes them (the writer thread's,
-// see sqlite-writer-thread.ts). Synchronous: each method is one transaction, except appendBatch,
+// see writer-thread.ts). Synchronous: each method is one transaction, except appendBatch,
 // which puts a whole batch of appends in one transaction and one fsync (group commit).
 import type Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
-import { takeFromBucket } from './token-bucket.js';
+import { takeFromBucket } from '../token-bucket.js';
 import {
   ADDRESS_COLUMNS,
   EVENT_COLUMNS,
@@ -12,10 +12,10 @@ import {
   toEvent,
   type AddressRow,
   type EventRow,
-} from './rows.js';
-import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId } from './event-ids.js';
-import { KEY_OF_ID } from './sqlite-migrations.js';
-import { SqliteEmailPartWrites } from './sqlite-email-parts.js';
+} from '../rows.js';
+import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId } from '../event-ids.js';
+import { KEY_OF_ID } from './migrations.js';
+import { SqliteEmailPartWrites } from './email-parts.js';
 import {
   eventSize,
   type AddressChanges,
@@ -28,7 +28,7 @@ import {
   type SenderRecord,
   type TokenBucketResult,
   type ViewTokenRecord,
-} from './storage.js';
+} from '../storage.js';
 
 /** What one append came to; `created` carries only the sequence (the caller holds the rest). */
 export type AppendOutcome =
@@ -519,7 +519,7 @@ export class SqliteWrites {
     return this.sql.ackUpTo.run(now, addressId, upTo).changes;
   }
 
-  /** A whole purge at once (tests and tools; the service purges in steps, see sqlite.ts). */
+  /** A whole purge at once (tests and tools; the service purges in steps, see engine.ts). */
   purge(now: number, retainAfter: number): PurgeResult {
     const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
     for (;;) {
@@ -532,7 +532,7 @@ export class SqliteWrites {
 
   /**
    * One bounded step of a purge: at most `budget` events removed, in one short transaction,
-   * so that appends queued meanwhile run between steps (sqlite.ts calls it until `done`).
+   * so that appends queued meanwhile run between steps (engine.ts calls it until `done`).
    * Expired addresses lose their events first, a slice at a time, then go themselves.
    */
   purgeStep(now: number, retainAfter: number, budget: number): PurgeResult & { done: boolean } {

@@ -17,9 +17,9 @@
 // All SQL of the engine is in this file (the schema is in postgres-migrations.ts).
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { takeFromBucket } from './token-bucket.js';
-import { newEventId } from './event-ids.js';
-import { PG_MIGRATIONS } from './postgres-migrations.js';
+import { takeFromBucket } from '../token-bucket.js';
+import { newEventId } from '../event-ids.js';
+import { PG_MIGRATIONS } from './migrations.js';
 import {
   databaseUnavailable,
   isConnectionLost,
@@ -27,9 +27,9 @@ import {
   isUnavailableFailure,
   isUniqueViolation,
   storageError,
-} from './postgres-errors.js';
-import { WAKE_CHANNEL, WakeListener, type ListenerHeartbeat } from './postgres-listener.js';
-import { Batches } from './batches.js';
+} from './errors.js';
+import { WAKE_CHANNEL, WakeListener, type ListenerHeartbeat } from './listener.js';
+import { Batches } from '../batches.js';
 import {
   ADDRESS_COLUMNS,
   EVENT_COLUMNS,
@@ -43,7 +43,7 @@ import {
   type EventRow,
   type SenderRow,
   type ViewTokenRow,
-} from './rows.js';
+} from '../rows.js';
 import {
   type AddressChanges,
   eventSize,
@@ -58,9 +58,9 @@ import {
   type Storage,
   type TokenBucketResult,
   type ViewTokenRecord,
-} from './storage.js';
+} from '../storage.js';
 
-export type { ListenerHeartbeat } from './postgres-listener.js';
+export type { ListenerHeartbeat } from './listener.js';
 
 /** What the engine takes from the configuration (the names are config.ts's, which supplies them). */
 export interface PostgresOptions {

@@ -1,7 +1,7 @@
 // The embedded engine: one SQLite file through better-sqlite3, for one process.
 // WAL with synchronous=FULL, so a 202 survives power loss. Reads run here, on the event
 // loop's own connection; every write goes, in order, to the writer thread
-// (sqlite-writer-thread.ts), which commits appends that arrive together in one transaction and
+// (writer-thread.ts), which commits appends that arrive together in one transaction and
 // one fsync (group commit). Each caller's promise resolves only after the COMMIT that holds
 // its write, so "202 means durable" holds per request, and a read started after that sees it.
 import type Database from 'better-sqlite3';
@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { newEventId } from './event-ids.js';
+import { newEventId } from '../event-ids.js';
 import {
   ADDRESS_COLUMNS,
   EVENT_COLUMNS,
@@ -21,12 +21,12 @@ import {
   type AddressRow,
   type SenderRow,
   type ViewTokenRow,
-} from './rows.js';
-import { KEY_OF_ID } from './sqlite-migrations.js';
-import { prepareEmailPartRead } from './sqlite-email-parts.js';
-import { lockForThisProcess, migrate, openSqlite, restrictToOwner, type Synchronous } from './sqlite-connection.js';
-import { StorageUnavailableError } from './errors.js';
-import { cannotOpen, sqliteError } from './sqlite-errors.js';
+} from '../rows.js';
+import { KEY_OF_ID } from './migrations.js';
+import { prepareEmailPartRead } from './email-parts.js';
+import { lockForThisProcess, migrate, openSqlite, restrictToOwner, type Synchronous } from './connection.js';
+import { StorageUnavailableError } from '../errors.js';
+import { cannotOpen, sqliteError } from './errors.js';
 import type {
   CallableWrite,
   WriteArgs,
@@ -37,8 +37,8 @@ import type {
   WriteRequest,
   WriterMessage,
   WriterOptions,
-} from './sqlite-writer-thread.js';
-import { toAppendTuple, type AppendTuple, type CommitStats } from './sqlite-write-transactions.js';
+} from './writer-thread.js';
+import { toAppendTuple, type AppendTuple, type CommitStats } from './writes.js';
 import type {
   AddressChanges,
   AddressRecord,
@@ -52,7 +52,7 @@ import type {
   Storage,
   TokenBucketResult,
   ViewTokenRecord,
-} from './storage.js';
+} from '../storage.js';
 
 /** A row of the page query in raw mode: the columns of EVENT_COLUMNS, in that order. */
 type EventTuple = [string, string, number, string, string, string, string | null, string | null, number, number | null];
@@ -133,10 +133,10 @@ const PURGE_STEP_EVENTS = 1000;
 /** Starts the writer thread from its module beside this one. */
 function startWriter(options: WriterOptions): Worker {
   const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new Worker(new URL('./sqlite-writer-thread.js', here), { workerData: options });
+  if (!here.endsWith('.ts')) return new Worker(new URL('./writer-thread.js', here), { workerData: options });
   // Run from TypeScript source (the tests, through tsx): Node 20 does not apply the parent's
   // `--import tsx` hooks to a worker's entry module, so the worker loads it through tsx's API.
-  const entry = JSON.stringify(new URL('./sqlite-writer-thread.ts', here).href);
+  const entry = JSON.stringify(new URL('./writer-thread.ts', here).href);
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
   return new Worker(`import(${tsx}).then((api) => api.tsImport(${entry}, ${entry}))`, {
     eval: true,
@@ -144,11 +144,11 @@ function startWriter(options: WriterOptions): Worker {
   });
 }
 
-/** A writer's error as the caller gets it: 503 for a full disk or an I/O error (sqlite-errors.ts). */
+/** A writer's error as the caller gets it: 503 for a full disk or an I/O error (errors.ts). */
 const fromWire = (error: WireError): unknown =>
   sqliteError(Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code }));
 
-/** Runs a read on the event loop's connection; an I/O failure becomes 503 (sqlite-errors.ts). */
+/** Runs a read on the event loop's connection; an I/O failure becomes 503 (errors.ts). */
 function read<T>(query: () => T): T {
   try {
     return query();

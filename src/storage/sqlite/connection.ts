@@ -2,8 +2,8 @@
 // migrations, run once at start before any other connection is opened.
 import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
-import { msOfId } from './event-ids.js';
-import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
+import { msOfId } from '../event-ids.js';
+import { SQLITE_MIGRATIONS } from './migrations.js';
 
 export type Synchronous = 'FULL' | 'NORMAL';
 

@@ -221,7 +221,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
     version: 6,
     name: 'bytes held per event',
     // Each event's size (storage.ts eventSize). An address's total is their sum, read with
-    // its queue state and then kept in the writer's memory (sqlite-write-transactions.ts): a column kept
+    // its queue state and then kept in the writer's memory (writes.ts): a column kept
     // by triggers would cost every append a write of the address row.
     sql: `
       ALTER TABLE events ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;
