@@ -130,18 +130,11 @@ const ADDRESS_CACHE_SIZE = 20_000;
 /** Events one purge step removes: a few milliseconds of the writer, then appends go first. */
 const PURGE_STEP_EVENTS = 1000;
 
-/** Starts the writer thread from its module beside this one. */
+/** Starts the writer thread from its module beside this one (its .ts source under tsx, which workers inherit). */
 function startWriter(options: WriterOptions): Worker {
   const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new Worker(new URL('./writer-thread.js', here), { workerData: options });
-  // Run from TypeScript source (the tests, through tsx): Node 20 does not apply the parent's
-  // `--import tsx` hooks to a worker's entry module, so the worker loads it through tsx's API.
-  const entry = JSON.stringify(new URL('./writer-thread.ts', here).href);
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then((api) => api.tsImport(${entry}, ${entry}))`, {
-    eval: true,
-    workerData: options,
-  });
+  const entry = new URL(here.endsWith('.ts') ? './writer-thread.ts' : './writer-thread.js', here);
+  return new Worker(entry, { workerData: options });
 }
 
 /** A writer's error as the caller gets it: 503 for a full disk or an I/O error (errors.ts). */
