@@ -57,8 +57,8 @@ export async function prefill(path: string, addresses: number, events: number, s
     const appends: Promise<unknown>[] = [];
     for (let j = done; j < Math.min(events, done + BATCH); j++) {
       appends.push(
-        storage.appendEvent(
-          {
+        storage.appendEvent({
+          event: {
             addressId: ids[j % addresses],
             type: 'bench.ping',
             source: 'https',
@@ -68,8 +68,8 @@ export async function prefill(path: string, addresses: number, events: number, s
             keyScope: 'http',
             createdAt: Date.now(),
           },
-          1000,
-        ),
+          capacity: 1000,
+        }),
       );
     }
     await Promise.all(appends);

@@ -40,7 +40,7 @@ export function migrate(db: Database.Database): void {
       .map((r) => r.version),
   );
   const apply = db.transaction((m: (typeof SQLITE_MIGRATIONS)[number]) => {
-    db.exec(m.sql);
+    if (m.onlyIf === undefined || db.prepare(m.onlyIf).pluck().get()) db.exec(m.sql);
     db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
       m.version,
       m.name,

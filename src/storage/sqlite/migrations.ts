@@ -1,5 +1,8 @@
-// Numbered SQLite migrations, run in order at start. Never edit one that has landed:
-// add the next number instead.
+// Numbered SQLite migrations, run in order at start. Never edit one that has landed (the
+// checksums in test/storage/migrations.test.ts say when one did): add the next number.
+// Numbers: 1–9 here and 1–7 in postgres/migrations.ts grew apart; from 10 on a number names
+// the same change on both engines, and a change one engine does not need is recorded there
+// under its number with empty SQL, so the next migration is the same number on both.
 
 /**
  * The integer key of the address whose id is the statement's next parameter (migration 3):
@@ -8,7 +11,15 @@
  */
 export const KEY_OF_ID = '(SELECT key FROM addresses WHERE id = ?)';
 
-export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+export interface SqliteMigration {
+  version: number;
+  name: string;
+  sql: string;
+  /** A query whose single value says whether `sql` runs; the version is recorded either way. */
+  onlyIf?: string;
+}
+
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
     version: 1,
     name: 'addresses, events, rate buckets',
@@ -298,6 +309,19 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
       DROP INDEX events_by_dedupe_key;
       -- One event per idempotency key per address and scope: the second writer cannot win.
       CREATE UNIQUE INDEX events_by_dedupe_key ON events (address_key, key_scope, dedupe_key) WHERE dedupe_key IS NOT NULL;
+    `,
+  },
+  {
+    version: 10,
+    name: 'the byte total per address and its triggers go where an early migration 6 left them',
+    // Migration 6 was edited after some databases had run it: those kept addresses.stored_bytes
+    // and two triggers that write the address row on every append. The writer sums the bytes
+    // itself (writes.ts), so both go; a database migrated by the final text has neither.
+    onlyIf: "SELECT count(*) FROM pragma_table_info('addresses') WHERE name = 'stored_bytes'",
+    sql: `
+      DROP TRIGGER IF EXISTS events_bytes_added;
+      DROP TRIGGER IF EXISTS events_bytes_removed;
+      ALTER TABLE addresses DROP COLUMN stored_bytes;
     `,
   },
 ];
