@@ -2,6 +2,7 @@
 // file in a temporary folder, or a new PostgreSQL database dropped afterwards. An engine
 // that cannot run here says why (PostgreSQL outside CI without a server; never under CI=true).
 import { mkdtempSync, rmSync } from 'node:fs';
+import { after, before, describe } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
@@ -55,4 +56,26 @@ export async function storageEngines(): Promise<StorageEngine[]> {
     { name: 'postgres', skip: await postgresSkipReason(), open: openPostgres },
   ];
   return all.filter((engine) => ENGINES.includes(engine.name));
+}
+
+/**
+ * Runs `body` once per engine (River's driver-test style: one suite every engine must pass),
+ * each under its own describe with a fresh database opened before and closed after.
+ */
+export async function forEachStorage(
+  title: string,
+  body: (storage: () => Storage, engine: Engine) => void,
+): Promise<void> {
+  for (const engine of await storageEngines()) {
+    describe(`${title} [${engine.name}]`, { skip: engine.skip ? `skipped: ${engine.skip}` : false }, () => {
+      let opened: OpenedStorage | undefined;
+      before(async () => {
+        opened = await engine.open();
+      });
+      after(async () => {
+        await opened?.close();
+      });
+      body(() => opened!.storage, engine.name);
+    });
+  }
 }
