@@ -81,7 +81,7 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
     version: 3,
     name: 'bytes held per address',
     // Each event's size (storage.ts eventSize) and each address's total, which the append
-    // keeps under its row lock and the purge of old events subtracts (postgres.ts).
+    // keeps under its row lock and the purge of old events subtracts (events-append.ts, purge.ts).
     sql: `
       ALTER TABLE events ADD COLUMN size_bytes bigint NOT NULL DEFAULT 0;
       ALTER TABLE addresses ADD COLUMN stored_bytes bigint NOT NULL DEFAULT 0;
@@ -149,7 +149,7 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
     // email events (type email.received, source email: the SMTP path's pair) get the scope
     // 'email', the default (no table rewrite in PostgreSQL 11+) gives the rest 'http'. The
     // unique index keeps its
-    // name: postgres.ts recognises its violation by it.
+    // name: events-append.ts recognises its violation by it.
     sql: `
       ALTER TABLE events ADD COLUMN key_scope text NOT NULL DEFAULT 'http';
       UPDATE events SET key_scope = 'email' WHERE source = 'email' AND type = 'email.received';
@@ -163,7 +163,7 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
     // Migration 4's trigger looked for other parts of the blob with its statement's
     // snapshot, so it could delete a blob that a concurrent email had just found held and
     // linked a part to: a part pointing at nothing. Now the trigger first locks the blob,
-    // which waits for any transaction holding it FOR KEY SHARE (postgres.ts, blobsHeld),
+    // which waits for any transaction holding it FOR KEY SHARE (email-parts.ts, blobsHeld),
     // then looks again with a fresh snapshot. The foreign key states the rule; parts left
     // pointing at nothing by the old race could not be read anyway and go.
     sql: `

@@ -1,5 +1,5 @@
 // The SQL of email parts on SQLite (migration 7): written by the writer thread inside the
-// transaction that appends their event (writes.ts), read on the event
+// transaction that appends their event (events-append.ts), read on the event
 // loop's connection. A part row points at its event by the event's key.
 import type Database from 'better-sqlite3';
 import type { EmailPart } from '../storage.js';

@@ -23,8 +23,8 @@ export type AppendOutcome =
 
 /**
  * One append as it crosses to the writer thread: the new event's columns (EVENTS, its
- * sequence still 0), then its capacity, byte bound, key scope and parts. A flat array is
- * cloned by postMessage at about half the cost of an object.
+ * sequence still 0), then its capacity, byte bound, key scope and parts: postMessage clones
+ * a flat array more cheaply than an object.
  */
 export type AppendTuple = unknown[];
 const CAPACITY = EVENTS.names.length;

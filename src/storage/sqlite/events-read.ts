@@ -38,8 +38,8 @@ export class EventReads {
   }
 
   /**
-   * Rows are read as arrays (raw mode), in the page query's column order: an object per
-   * row costs better-sqlite3 markedly more here.
+   * Rows are read as arrays (raw mode), in the page query's column order: better-sqlite3
+   * builds an array per row more cheaply than an object.
    */
   list(params: ListEventsParams): EventPageRecord {
     const page = pageQuery(DIALECT, params);

@@ -67,9 +67,9 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
     version: 2,
     name: 'sequence floor kept by a trigger, not by every append',
-    // An append used to write its address row (last_sequence = the new sequence): one more
-    // page at a random place per event. Now the next sequence is
-    // max(MAX(events.sequence), last_sequence) + 1, and last_sequence only has to remember
+    // So that an append need not write its address row (a page at a random place per event),
+    // the next sequence is max(MAX(events.sequence), last_sequence) + 1, and last_sequence
+    // only has to remember
     // the sequences of events that are gone — which this trigger records for every way an
     // event can leave (eviction, retention, address deletion), in the same transaction.
     // A database from version 1 already satisfies the rule: last_sequence was the highest
@@ -84,10 +84,9 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
     version: 3,
     name: 'integer address keys in the event indexes',
-    // Every append writes one leaf of events_by_sequence at its address's place, and those
-    // leaves are most of the WAL bytes of a commit. Keyed by the 27-character address id, a
-    // leaf holds a quarter of the entries an integer key allows, and splits more often
-    // (BENCHMARKS.md, What bounds each figure). The key is an explicit INTEGER PRIMARY KEY because VACUUM may
+    // Every append writes one leaf of events_by_sequence at its address's place: keyed by an
+    // integer rather than the 27-character address id, a leaf holds more entries and splits
+    // less often. The key is an explicit INTEGER PRIMARY KEY because VACUUM may
     // renumber an implicit rowid; a deleted address's key may be given out again, which is
     // safe because its events go in the same transaction. Events keep address_id too, so
     // that reading one needs no join. Both tables are rebuilt (the only way to change a key
@@ -232,7 +231,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     version: 6,
     name: 'bytes held per event',
     // Each event's size (storage.ts eventSize). An address's total is their sum, read with
-    // its queue state and then kept in the writer's memory (writes.ts): a column kept
+    // its queue state and then kept in the writer's memory (events-append.ts): a column kept
     // by triggers would cost every append a write of the address row.
     sql: `
       ALTER TABLE events ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;
@@ -314,9 +313,9 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
     version: 10,
     name: 'the byte total per address and its triggers go where an early migration 6 left them',
-    // Migration 6 was edited after some databases had run it: those kept addresses.stored_bytes
-    // and two triggers that write the address row on every append. The writer sums the bytes
-    // itself (writes.ts), so both go; a database migrated by the final text has neither.
+    // A database that ran the first text of migration 6 has addresses.stored_bytes and two
+    // triggers that write the address row on every append; the writer sums the bytes itself
+    // (events-append.ts), so both go. Any other database has neither, and nothing changes.
     onlyIf: "SELECT count(*) FROM pragma_table_info('addresses') WHERE name = 'stored_bytes'",
     sql: `
       DROP TRIGGER IF EXISTS events_bytes_added;
