@@ -14,6 +14,8 @@ import { ENGINES, type Engine } from './server.js';
 
 export interface OpenedStorage {
   storage: Storage;
+  /** A second engine on the same database, as another instance would open it (PostgreSQL only). */
+  openAnother?: () => Promise<Storage>;
   /** Closes the engine and removes its database. */
   close(): Promise<void>;
 }
@@ -42,6 +44,7 @@ async function openPostgres(): Promise<OpenedStorage> {
   const storage = await PostgresStorage.open(loadConfig({ DATABASE_URL: db.url }));
   return {
     storage,
+    openAnother: () => PostgresStorage.open(loadConfig({ DATABASE_URL: db.url })),
     close: async () => {
       await storage.close();
       await db.drop();
@@ -64,7 +67,7 @@ export async function storageEngines(): Promise<StorageEngine[]> {
  */
 export async function forEachStorage(
   title: string,
-  body: (storage: () => Storage, engine: Engine) => void,
+  body: (storage: () => Storage, engine: Engine, opened: () => OpenedStorage) => void,
 ): Promise<void> {
   for (const engine of await storageEngines()) {
     describe(`${title} [${engine.name}]`, { skip: engine.skip ? `skipped: ${engine.skip}` : false }, () => {
@@ -75,7 +78,11 @@ export async function forEachStorage(
       after(async () => {
         await opened?.close();
       });
-      body(() => opened!.storage, engine.name);
+      body(
+        () => opened!.storage,
+        engine.name,
+        () => opened!,
+      );
     });
   }
 }

@@ -32,7 +32,7 @@ function part(number: number, text: string): EmailPart {
   };
 }
 
-await forEachStorage('events', (storage) => {
+await forEachStorage('events', (storage, engine, opened) => {
   test('an append returns the event as stored, with the next sequence', async () => {
     const id = await newAddress(storage());
     const input = appendInput(id, { dataJson: '{"b":1,"a":2}', metadataJson: '{"h":"v"}', type: 'build.done' });
@@ -248,5 +248,33 @@ await forEachStorage('events', (storage) => {
 
   test('ping answers', async () => {
     await storage().ping();
+  });
+
+  test('an engine shared by several processes reports appends and deletes made by another; SQLite is not shared', async () => {
+    if (engine === 'sqlite') {
+      assert.equal('onExternalChange' in storage(), false);
+      return;
+    }
+    const other = await opened().openAnother!();
+    /** Resolves when this engine next reports `addressId` changed elsewhere. */
+    const reported = (addressId: string) =>
+      new Promise<void>((resolve) => {
+        const stop = storage().onExternalChange!((id) => {
+          if (id !== addressId) return;
+          stop();
+          resolve();
+        });
+      });
+    try {
+      const id = await newAddress(storage());
+      const appended = reported(id);
+      await other.appendEvent({ event: appendInput(id), capacity: 10 });
+      await appended;
+      const deleted = reported(id);
+      assert.equal(await other.deleteAddress(id), true);
+      await deleted;
+    } finally {
+      await other.close();
+    }
   });
 });
