@@ -339,7 +339,9 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       try {
         const now = Date.now();
         const takes = await Promise.all(
-          Array.from({ length: 8 }, (_, i) => (i % 2 ? storage : other).takeToken('create:192.0.2.1', 5, 60_000, now)),
+          Array.from({ length: 8 }, (_, i) =>
+            (i % 2 ? storage : other).takeToken({ key: 'create:192.0.2.1', limit: 5, periodMs: 60_000, now }),
+          ),
         );
         assert.equal(takes.filter((t) => t.allowed).length, 5);
         const refused = takes.find((t) => !t.allowed)!;

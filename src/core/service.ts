@@ -185,7 +185,7 @@ export class RoostService {
   /** One token of the per-client create bucket (docs/api.md §9); every create request takes one. */
   takeCreateToken(clientKey: string): Promise<TokenBucketResult> {
     const { limit, periodMs } = this.config.createRate;
-    return this.storage.takeToken(`create:${clientKey}`, limit, periodMs, this.now());
+    return this.storage.takeToken({ key: `create:${clientKey}`, limit, periodMs, now: this.now() });
   }
 
   async createAddress(input: CreateAddress = {}): Promise<CreateAddressResponse> {
@@ -392,7 +392,7 @@ export class RoostService {
     const secret = newIngressSecret();
     const now = this.now();
     const previousUntil = graceSeconds > 0 ? now + graceSeconds * 1000 : null;
-    if (!(await this.storage.replaceIngressSecret(addressId, digestSecret(secret), previousUntil, now)))
+    if (!(await this.storage.replaceIngressSecret({ id: addressId, digest: digestSecret(secret), previousUntil, now })))
       throw addressNotFound();
     return { endpoints: { inbox_url: `${this.config.baseUrl}/api/v1/inbox/${addressId}/${secret}` } };
   }

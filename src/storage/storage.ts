@@ -2,6 +2,8 @@
 // Two engines implement it: sqlite/ (embedded, one process) and postgres/ (shared by
 // many instances). Every rule that concurrency could break — gapless sequences, one winner
 // per idempotency key, capacity and eviction — is enforced inside the engine's transaction.
+// An operation that takes more than three values, or may gain more (filters), takes one
+// parameter object; test/storage/ runs every operation on both engines.
 
 /** All times are milliseconds since the epoch (UTC). */
 export interface AddressRecord {
@@ -119,6 +121,24 @@ export interface EmailPart {
   bytes: Uint8Array;
 }
 
+/** What replaceIngressSecret takes. */
+export interface ReplaceIngressSecretParams {
+  id: string;
+  /** The new secret's digest. */
+  digest: string;
+  /** Until when the current secret stays accepted as the previous one; null: not at all. */
+  previousUntil: number | null;
+  now: number;
+}
+
+/** What takeToken takes. */
+export interface TakeTokenParams {
+  key: string;
+  limit: number;
+  periodMs: number;
+  now: number;
+}
+
 /** What appendEvent takes: the event and the bounds of its address's queue. */
 export interface AppendParams {
   event: AppendInput;
@@ -214,12 +234,7 @@ export interface Storage {
   updateAddress(id: string, changes: AddressChanges, now: number): Promise<AddressRecord | null>;
   replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null>;
   /** The current secret becomes the previous one, accepted until `previousUntil` (null: not at all). */
-  replaceIngressSecret(
-    id: string,
-    digest: string,
-    previousUntil: number | null,
-    now: number,
-  ): Promise<AddressRecord | null>;
+  replaceIngressSecret(params: ReplaceIngressSecretParams): Promise<AddressRecord | null>;
 
   /** Sets (or replaces) the sender of the live address at `now`; false when it is unknown, deleted or expired. */
   putSender(sender: SenderRecord, now: number): Promise<boolean>;
@@ -265,7 +280,7 @@ export interface Storage {
   purge(now: number, retainAfter: number): Promise<PurgeResult>;
 
   /** Takes one token from the bucket `key` (limit tokens, refilled evenly over periodMs). */
-  takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult>;
+  takeToken(params: TakeTokenParams): Promise<TokenBucketResult>;
 
   /**
    * Engines shared by several processes report commits made elsewhere (an append or a

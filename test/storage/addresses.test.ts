@@ -62,7 +62,15 @@ await forEachStorage('addresses', (storage) => {
     assert.equal(await storage().getAddressBySlug(address.slug, now + 1000), null);
     assert.equal(await storage().updateAddress(address.id, { name: 'x' }, now + 1000), null);
     assert.equal(await storage().replaceReadToken(address.id, 'c'.repeat(64), now + 1000), null);
-    assert.equal(await storage().replaceIngressSecret(address.id, 'c'.repeat(64), null, now + 1000), null);
+    assert.equal(
+      await storage().replaceIngressSecret({
+        id: address.id,
+        digest: 'c'.repeat(64),
+        previousUntil: null,
+        now: now + 1000,
+      }),
+      null,
+    );
     assert.equal(await storage().putSender(sender(address.id), now + 1000), false);
   });
 
@@ -80,11 +88,21 @@ await forEachStorage('addresses', (storage) => {
     const now = Date.now();
     const read = await storage().replaceReadToken(address.id, 'd'.repeat(64), now);
     assert.equal(read?.readTokenDigest, 'd'.repeat(64));
-    const graced = await storage().replaceIngressSecret(address.id, 'e'.repeat(64), now + HOUR, now);
+    const graced = await storage().replaceIngressSecret({
+      id: address.id,
+      digest: 'e'.repeat(64),
+      previousUntil: now + HOUR,
+      now,
+    });
     assert.equal(graced?.ingressSecretDigest, 'e'.repeat(64));
     assert.equal(graced?.previousIngressDigest, address.ingressSecretDigest);
     assert.equal(graced?.previousIngressUntil, now + HOUR);
-    const abrupt = await storage().replaceIngressSecret(address.id, 'f'.repeat(64), null, now);
+    const abrupt = await storage().replaceIngressSecret({
+      id: address.id,
+      digest: 'f'.repeat(64),
+      previousUntil: null,
+      now,
+    });
     assert.equal(abrupt?.previousIngressDigest, null);
     assert.equal(abrupt?.previousIngressUntil, null);
     assert.deepEqual(await storage().getAddress(address.id, now), abrupt);

@@ -233,7 +233,7 @@ await forEachStorage('events', (storage, engine, opened) => {
     const key = `create:test-${Math.random()}`;
     const now = Date.now();
     const taken = [];
-    for (let i = 0; i < 3; i++) taken.push(await storage().takeToken(key, 2, 60_000, now));
+    for (let i = 0; i < 3; i++) taken.push(await storage().takeToken({ key, limit: 2, periodMs: 60_000, now }));
     assert.deepEqual(
       taken.map((t) => [t.allowed, t.remaining]),
       [
@@ -243,7 +243,7 @@ await forEachStorage('events', (storage, engine, opened) => {
       ],
     );
     assert.equal(taken[2].retryAfterMs, 30_000);
-    assert.equal((await storage().takeToken(key, 2, 60_000, now + 30_000)).allowed, true);
+    assert.equal((await storage().takeToken({ key, limit: 2, periodMs: 60_000, now: now + 30_000 })).allowed, true);
   });
 
   test('ping answers', async () => {

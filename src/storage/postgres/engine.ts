@@ -17,8 +17,10 @@ import type {
   EventRecord,
   ListEventsParams,
   PurgeResult,
+  ReplaceIngressSecretParams,
   SenderRecord,
   Storage,
+  TakeTokenParams,
   TokenBucketResult,
   ViewTokenRecord,
 } from '../storage.js';
@@ -128,7 +130,7 @@ export class PostgresStorage implements Storage {
     return this.addresses.replaceReadToken(id, digest, now);
   }
 
-  replaceIngressSecret(id: string, digest: string, previousUntil: number | null, now: number) {
+  replaceIngressSecret({ id, digest, previousUntil, now }: ReplaceIngressSecretParams) {
     return this.addresses.replaceIngressSecret(id, digest, previousUntil, now);
   }
 
@@ -188,7 +190,7 @@ export class PostgresStorage implements Storage {
     return purge(this.db, now, retainAfter);
   }
 
-  takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult> {
+  takeToken({ key, limit, periodMs, now }: TakeTokenParams): Promise<TokenBucketResult> {
     return this.buckets.take(key, limit, periodMs, now);
   }
 

@@ -42,8 +42,10 @@ import type {
   EventRecord,
   ListEventsParams,
   PurgeResult,
+  ReplaceIngressSecretParams,
   SenderRecord,
   Storage,
+  TakeTokenParams,
   TokenBucketResult,
   ViewTokenRecord,
 } from '../storage.js';
@@ -254,7 +256,7 @@ export class SqliteStorage implements Storage {
     return this.forgetAround(id, this.call('replaceReadToken', id, digest, now));
   }
 
-  replaceIngressSecret(id: string, digest: string, previousUntil: number | null, now: number) {
+  replaceIngressSecret({ id, digest, previousUntil, now }: ReplaceIngressSecretParams) {
     return this.forgetAround(id, this.call('replaceIngressSecret', id, digest, previousUntil, now));
   }
 
@@ -354,7 +356,7 @@ export class SqliteStorage implements Storage {
     }
   }
 
-  async takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult> {
+  async takeToken({ key, limit, periodMs, now }: TakeTokenParams): Promise<TokenBucketResult> {
     return this.call('takeToken', key, limit, periodMs, now);
   }
 
