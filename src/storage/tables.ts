@@ -36,6 +36,8 @@ export interface Table<R> {
   readonly table: string;
   /** The fields in column order. */
   readonly fields: ReadonlyArray<keyof R>;
+  /** The columns in order, as declared. */
+  readonly columns: ReadonlyArray<Column<unknown>>;
   /** The column names in order. */
   readonly names: readonly string[];
   /** "a, b, c": for SELECT, INSERT and RETURNING lists. */
@@ -57,6 +59,7 @@ function table<R>(name: string, columns: Columns<R>): Table<R> {
   return {
     table: name,
     fields,
+    columns: specs,
     names,
     list: names.join(', '),
     listOf: (alias) => names.map((column) => `${alias}.${column}`).join(', '),
@@ -124,7 +127,7 @@ export const NEW_ADDRESS_FIELDS = [
 ] as const satisfies ReadonlyArray<keyof AddressRecord>;
 export const NEW_ADDRESS_COLUMNS = NEW_ADDRESS_FIELDS.map((field) => ADDRESS_FIELDS[field].name).join(', ');
 
-const EVENT_FIELDS: Columns<EventRecord> = {
+export const EVENTS = table<EventRecord>('events', {
   id: text('id'),
   addressId: text('address_id'),
   sequence: bigint('sequence'),
@@ -135,13 +138,7 @@ const EVENT_FIELDS: Columns<EventRecord> = {
   dedupeKey: optionalText('dedupe_key'),
   createdAt: bigint('created_at'),
   acknowledgedAt: optionalBigint('acknowledged_at'),
-};
-export const EVENTS = table<EventRecord>('events', EVENT_FIELDS);
-/** The event columns as declared, for array casts (postgres/events-append.ts). */
-export const EVENT_COLUMN_SPECS: ReadonlyArray<Column<unknown>> = EVENTS.fields.map(
-  (field) => EVENT_FIELDS[field] as Column<unknown>,
-);
-
+});
 export const SENDERS = table<SenderRecord>('senders', {
   addressId: text('address_id'),
   provider: text('provider'),

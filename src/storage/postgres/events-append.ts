@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { fitsAsIs, fitsAsIsSql, makeRoom, type Evictable, type RoomDecision } from '../append-policy.js';
 import { Batches } from '../batches.js';
 import { newEventId } from '../event-ids.js';
-import { EVENT_COLUMN_SPECS, EVENTS, insertedEvent, pgArrays, placeholders, type Column } from '../tables.js';
+import { EVENTS, insertedEvent, pgArrays, placeholders, type Column } from '../tables.js';
 import { eventSize, type AppendInput, type AppendParams, type AppendResult } from '../storage.js';
 import { namedStatements, statement, type Outcome, type PgConnection } from './connection.js';
 import { isUnavailableFailure, isUniqueViolation, storageError } from './errors.js';
@@ -31,7 +31,7 @@ const FIRST_EVICTABLE = 8;
 
 /** The batch statement's input: each event column, then what the statement decides by. */
 const BATCH_INPUT: ReadonlyArray<Column<unknown>> = [
-  ...EVENT_COLUMN_SPECS,
+  ...EVENTS.columns,
   { name: 'size_bytes', pgType: 'bigint', decode: Number },
   { name: 'capacity', pgType: 'bigint', decode: Number },
   { name: 'max_bytes', pgType: 'bigint', decode: Number },
