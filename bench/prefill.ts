@@ -3,7 +3,7 @@
 // server uses), with synchronous=NORMAL because only the resulting file matters here.
 import { statSync } from 'node:fs';
 import { digestSecret, newAddressId, newIngressSecret, newReadToken, newSlug } from '../src/core/secrets.js';
-import { SqliteStorage } from '../src/storage/sqlite.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
 import { SMALL_EVENT, type BenchAddress } from './fixtures.js';
 
 const EVENT_DATA = JSON.stringify(JSON.parse(SMALL_EVENT).data);
@@ -57,8 +57,8 @@ export async function prefill(path: string, addresses: number, events: number, s
     const appends: Promise<unknown>[] = [];
     for (let j = done; j < Math.min(events, done + BATCH); j++) {
       appends.push(
-        storage.appendEvent(
-          {
+        storage.appendEvent({
+          event: {
             addressId: ids[j % addresses],
             type: 'bench.ping',
             source: 'https',
@@ -68,8 +68,8 @@ export async function prefill(path: string, addresses: number, events: number, s
             keyScope: 'http',
             createdAt: Date.now(),
           },
-          1000,
-        ),
+          capacity: 1000,
+        }),
       );
     }
     await Promise.all(appends);

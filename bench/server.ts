@@ -9,7 +9,7 @@ import { Session } from 'node:inspector/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { startRoost } from '../src/server.js';
-import { SqliteStorage } from '../src/storage/sqlite.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
 import { serveIpc } from './processes.js';
 
 const { values } = parseArgs({

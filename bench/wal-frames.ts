@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { newAddressId } from '../src/core/secrets.js';
 import { newEventId } from '../src/storage/event-ids.js';
-import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
-import { SqliteWrites, type AppendTuple } from '../src/storage/sqlite-write-transactions.js';
+import { migrate, openSqlite } from '../src/storage/sqlite/connection.js';
+import { SqliteWrites, type AppendTuple } from '../src/storage/sqlite/writes.js';
 import { shuffled, SMALL_EVENT } from './fixtures.js';
 
 const { values } = parseArgs({

@@ -387,8 +387,8 @@ describe('roost listen --forward: one bad event never stops the forwarder', () =
           const appends = [];
           for (let i = 0; i < perAddress; i++) {
             appends.push(
-              roost.storage.appendEvent(
-                {
+              roost.storage.appendEvent({
+                event: {
                   addressId: a.id,
                   type: 'bulk',
                   source: 'https',
@@ -398,8 +398,8 @@ describe('roost listen --forward: one bad event never stops the forwarder', () =
                   keyScope: 'http',
                   createdAt: Date.now() + offset,
                 },
-                1000,
-              ),
+                capacity: 1000,
+              }),
             );
           }
           await Promise.all(appends);

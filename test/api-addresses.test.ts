@@ -314,8 +314,11 @@ describe('lifetimes', () => {
 
         await server.roost.sweeper.sweep();
         // Purged from storage itself, not only hidden; the live address keeps its events.
-        assert.deepEqual((await server.roost.storage.listEvents(a.id, 0, 10)).events, []);
-        assert.equal((await server.roost.storage.listEvents(keeper.id, 0, 10)).events.length, 1);
+        assert.deepEqual((await server.roost.storage.listEvents({ addressId: a.id, after: 0, limit: 10 })).events, []);
+        assert.equal(
+          (await server.roost.storage.listEvents({ addressId: keeper.id, after: 0, limit: 10 })).events.length,
+          1,
+        );
       } finally {
         await server.close();
       }

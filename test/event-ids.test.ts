@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type Database from 'better-sqlite3';
 import fc from 'fast-check';
-import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
+import { migrate, openSqlite } from '../src/storage/sqlite/connection.js';
 import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId, newEventId } from '../src/storage/event-ids.js';
-import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite-write-transactions.js';
+import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite/writes.js';
 import type { AppendInput } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 

@@ -11,11 +11,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { loadConfig } from '../src/config.js';
-import { PostgresStorage } from '../src/storage/postgres.js';
-import { PG_MIGRATIONS } from '../src/storage/postgres-migrations.js';
-import { SqliteStorage } from '../src/storage/sqlite.js';
+import { PostgresStorage } from '../src/storage/postgres/engine.js';
+import { PG_MIGRATIONS } from '../src/storage/postgres/migrations.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
 import { msOfId, newEventId } from '../src/storage/event-ids.js';
-import { SQLITE_MIGRATIONS } from '../src/storage/sqlite-migrations.js';
+import { SQLITE_MIGRATIONS } from '../src/storage/sqlite/migrations.js';
 import type { Storage } from '../src/storage/storage.js';
 import { createAddress, deliver, listEvents, type CreatedAddress } from './helpers/http.js';
 import { createTestDatabase, postgresSkipReason, withClient } from './helpers/postgres.js';
@@ -126,17 +126,26 @@ const OLD_EVENTS = [
 /** After the migration: each old key is found by its own scope only. */
 async function checkMigrated(storage: Storage, addressId: string, ids: string[]) {
   for (const [i, old] of OLD_EVENTS.entries()) {
-    const same = await storage.appendEvent(appendInput(addressId, { dedupeKey: old.key, keyScope: old.scope }), 1000);
+    const same = await storage.appendEvent({
+      event: appendInput(addressId, { dedupeKey: old.key, keyScope: old.scope }),
+      capacity: 1000,
+    });
     assert.equal(same.status, 'duplicate', `${old.key} in its own scope`);
     assert.equal(same.status === 'duplicate' && same.event.id, ids[i]);
     const other = old.scope === 'http' ? ('email' as const) : ('http' as const);
-    const across = await storage.appendEvent(appendInput(addressId, { dedupeKey: old.key, keyScope: other }), 1000);
+    const across = await storage.appendEvent({
+      event: appendInput(addressId, { dedupeKey: old.key, keyScope: other }),
+      capacity: 1000,
+    });
     assert.equal(across.status, 'created', `${old.key} from the other scope`);
     // The new event is now the one its own scope finds.
-    const repeat = await storage.appendEvent(appendInput(addressId, { dedupeKey: old.key, keyScope: other }), 1000);
+    const repeat = await storage.appendEvent({
+      event: appendInput(addressId, { dedupeKey: old.key, keyScope: other }),
+      capacity: 1000,
+    });
     assert.equal(repeat.status === 'duplicate' && repeat.event.id, across.status === 'created' && across.event.id);
   }
-  const page = await storage.listEvents(addressId, 0, 100);
+  const page = await storage.listEvents({ addressId, after: 0, limit: 100 });
   assert.deepEqual(
     page.events.map((e) => e.sequence),
     [1, 2, 3, 4, 5, 6],

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
-import { PostgresStorage } from '../src/storage/postgres.js';
+import { PostgresStorage } from '../src/storage/postgres/engine.js';
 import type { AppendInput, AppendResult } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 import { createTestDatabase, postgresSkipReason, withClient, type TestDatabase } from './helpers/postgres.js';
@@ -47,7 +47,7 @@ describe('batched appends from two instances on one database', { skip: skip ? `s
     const sent: Sent[] = [];
     const send = (storage: PostgresStorage, addressId: string, dedupeKey: string | null = null) => {
       const input = appendInput(addressId, { dedupeKey, dataJson: JSON.stringify({ n: sent.length }) });
-      sent.push({ input, result: storage.appendEvent(input, CAPACITY) });
+      sent.push({ input, result: storage.appendEvent({ event: input, capacity: CAPACITY }) });
     };
     for (let round = 0; round < ROUNDS; round++) {
       // Each burst is issued in one turn of the event loop, so each instance batches it.
@@ -95,7 +95,7 @@ describe('batched appends from two instances on one database', { skip: skip ? `s
       const createdHere = results.filter(
         (r): r is Extract<AppendResult, { status: 'created' }> => r.status === 'created' && r.event.addressId === id,
       );
-      const { events } = await one.listEvents(id, 0, CAPACITY);
+      const { events } = await one.listEvents({ addressId: id, after: 0, limit: CAPACITY });
       assert.deepEqual(
         events.map((e) => e.sequence),
         Array.from({ length: createdHere.length }, (_, i) => i + 1),
@@ -142,11 +142,13 @@ describe('caps under batched appends', { skip: skip ? `skipped: ${skip}` : false
     await one.insertAddress(address);
     const capacity = 25;
     const results = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => (i % 2 ? one : two).appendEvent(appendInput(address.id), capacity)),
+      Array.from({ length: 40 }, (_, i) =>
+        (i % 2 ? one : two).appendEvent({ event: appendInput(address.id), capacity: capacity }),
+      ),
     );
     assert.equal(results.filter((r) => r.status === 'created').length, capacity);
     assert.equal(results.filter((r) => r.status === 'queue_full').length, 40 - capacity);
-    const { events } = await one.listEvents(address.id, 0, 100);
+    const { events } = await one.listEvents({ addressId: address.id, after: 0, limit: 100 });
     assert.deepEqual(
       events.map((e) => e.sequence),
       Array.from({ length: capacity }, (_, i) => i + 1),
@@ -160,7 +162,11 @@ describe('caps under batched appends', { skip: skip ? `skipped: ${skip}` : false
     const size = Buffer.byteLength(input().dataJson) + 'message.received'.length + 'https'.length;
     const maxBytes = size * 7 + size / 2;
     const burst = () =>
-      Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? one : two).appendEvent(input(), 1000, maxBytes)));
+      Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          (i % 2 ? one : two).appendEvent({ event: input(), capacity: 1000, maxBytes }),
+        ),
+      );
     let results = await burst();
     assert.equal(results.filter((r) => r.status === 'created').length, 7);
     assert.equal(results.filter((r) => r.status === 'bytes_full').length, 5);
@@ -168,7 +174,7 @@ describe('caps under batched appends', { skip: skip ? `skipped: ${skip}` : false
     assert.equal(await one.ackUpTo(address.id, 3, Date.now()), 3);
     results = await burst();
     assert.equal(results.filter((r) => r.status === 'created').length, 3);
-    const { events } = await one.listEvents(address.id, 0, 100);
+    const { events } = await one.listEvents({ addressId: address.id, after: 0, limit: 100 });
     assert.deepEqual(
       events.map((e) => e.sequence),
       [4, 5, 6, 7, 8, 9, 10],
@@ -182,9 +188,9 @@ describe('caps under batched appends', { skip: skip ? `skipped: ${skip}` : false
     await one.insertAddress(gone);
     assert.equal(await one.deleteAddress(gone.id), true);
     const results = await Promise.all([
-      one.appendEvent(appendInput(live.id), 1000),
-      one.appendEvent(appendInput(gone.id), 1000),
-      one.appendEvent(appendInput(live.id), 1000),
+      one.appendEvent({ event: appendInput(live.id), capacity: 1000 }),
+      one.appendEvent({ event: appendInput(gone.id), capacity: 1000 }),
+      one.appendEvent({ event: appendInput(live.id), capacity: 1000 }),
     ]);
     assert.deepEqual(
       results.map((r) => (r.status === 'created' ? r.event.sequence : r.status)),

@@ -10,8 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { loadConfig } from '../src/config.js';
-import { ADVISORY_LOCKS, PostgresStorage } from '../src/storage/postgres.js';
-import { PG_MIGRATIONS } from '../src/storage/postgres-migrations.js';
+import { ADVISORY_LOCKS, PostgresStorage } from '../src/storage/postgres/engine.js';
+import { PG_MIGRATIONS } from '../src/storage/postgres/migrations.js';
 import { ANY_ADDRESS, type AppendInput } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 import { eventually } from './helpers/engines.js';
@@ -105,7 +105,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       const storage = await openStorage(db.url);
       const owner = address();
       await storage.insertAddress(owner);
-      const appended = await storage.appendEvent(event(owner.id), 1000);
+      const appended = await storage.appendEvent({ event: event(owner.id), capacity: 1000 });
       assert.equal(appended.status, 'created');
       const held = (appended as { event: { id: string } }).event;
       await storage.close();
@@ -183,15 +183,15 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       const a = address();
       await storage.insertAddress(a);
       await Promise.all(Array.from({ length: 12 }, () => storage.getAddress(a.id, Date.now()))); // prepared on every connection
-      assert.ok((await storage.appendEvent(event(a.id), 1000)).status === 'created');
+      assert.ok((await storage.appendEvent({ event: event(a.id), capacity: 1000 })).status === 'created');
       await withClient(db.url, async (c) => {
         await c.query('ALTER TABLE addresses ADD COLUMN added_by_a_later_version text');
         await c.query('ALTER TABLE events ADD COLUMN added_by_a_later_version text');
       });
       try {
         for (let i = 0; i < 12; i++) assert.equal((await storage.getAddress(a.id, Date.now()))?.id, a.id);
-        assert.equal((await storage.appendEvent(event(a.id), 1000)).status, 'created');
-        assert.equal((await storage.listEvents(a.id, 0, 10)).events.length, 2);
+        assert.equal((await storage.appendEvent({ event: event(a.id), capacity: 1000 })).status, 'created');
+        assert.equal((await storage.listEvents({ addressId: a.id, after: 0, limit: 10 })).events.length, 2);
       } finally {
         await withClient(db.url, async (c) => {
           await c.query('ALTER TABLE addresses DROP COLUMN added_by_a_later_version');
@@ -204,18 +204,21 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       const a = address();
       assert.equal(await storage.insertAddress(a), 'ok');
       assert.equal(await storage.insertAddress({ ...address(), slug: a.slug }), 'slug_taken');
-      const first = await storage.appendEvent(
-        event(a.id, { dedupeKey: 'k', dataJson: '{"z":1,"a":[1,{"y":2,"b":3}]}' }),
-        1000,
-      );
+      const first = await storage.appendEvent({
+        event: event(a.id, { dedupeKey: 'k', dataJson: '{"z":1,"a":[1,{"y":2,"b":3}]}' }),
+        capacity: 1000,
+      });
       assert.equal(first.status, 'created');
-      const repeat = await storage.appendEvent(event(a.id, { dedupeKey: 'k', dataJson: '{}' }), 1000);
+      const repeat = await storage.appendEvent({
+        event: event(a.id, { dedupeKey: 'k', dataJson: '{}' }),
+        capacity: 1000,
+      });
       assert.equal(repeat.status, 'duplicate');
       assert.equal(repeat.status === 'duplicate' && repeat.event.id, first.status === 'created' && first.event.id);
-      const second = await storage.appendEvent(event(a.id), 1000);
+      const second = await storage.appendEvent({ event: event(a.id), capacity: 1000 });
       // The duplicate did not use up sequence 2.
       assert.equal(second.status === 'created' && second.event.sequence, 2);
-      const page = await storage.listEvents(a.id, 0, 10);
+      const page = await storage.listEvents({ addressId: a.id, after: 0, limit: 10 });
       assert.deepEqual(
         page.events.map((e) => e.sequence),
         [1, 2],
@@ -225,7 +228,9 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       // Expired at the delivery's time: no row is bumped.
       const gone = address({ expiresAt: Date.now() - 1 });
       await storage.insertAddress(gone);
-      assert.deepEqual(await storage.appendEvent(event(gone.id), 1000), { status: 'address_not_found' });
+      assert.deepEqual(await storage.appendEvent({ event: event(gone.id), capacity: 1000 }), {
+        status: 'address_not_found',
+      });
     });
 
     test('concurrent appends from two engines: one winner per key, sequences 1..n without a gap', async () => {
@@ -235,7 +240,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
         await storage.insertAddress(a);
         const keyed = await Promise.all(
           Array.from({ length: 30 }, (_, i) =>
-            (i % 2 ? storage : other).appendEvent(event(a.id, { dedupeKey: 'same' }), 1000),
+            (i % 2 ? storage : other).appendEvent({ event: event(a.id, { dedupeKey: 'same' }), capacity: 1000 }),
           ),
         );
         assert.equal(keyed.filter((r) => r.status === 'created').length, 1);
@@ -245,7 +250,9 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
           else assert.equal(r.status, 'created');
         }
         const plain = await Promise.all(
-          Array.from({ length: 60 }, (_, i) => (i % 2 ? storage : other).appendEvent(event(a.id), 1000)),
+          Array.from({ length: 60 }, (_, i) =>
+            (i % 2 ? storage : other).appendEvent({ event: event(a.id), capacity: 1000 }),
+          ),
         );
         const sequences = plain.map((r) => (r.status === 'created' ? r.event.sequence : -1)).sort((x, y) => x - y);
         assert.deepEqual(
@@ -260,16 +267,17 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
     test('at capacity the oldest acknowledged event makes room; with none acknowledged the queue is full', async () => {
       const a = address();
       await storage.insertAddress(a);
-      for (let i = 0; i < 3; i++) assert.equal((await storage.appendEvent(event(a.id), 3)).status, 'created');
-      assert.deepEqual(await storage.appendEvent(event(a.id), 3), { status: 'queue_full' });
+      for (let i = 0; i < 3; i++)
+        assert.equal((await storage.appendEvent({ event: event(a.id), capacity: 3 })).status, 'created');
+      assert.deepEqual(await storage.appendEvent({ event: event(a.id), capacity: 3 }), { status: 'queue_full' });
       assert.equal(await storage.hasRoom(a.id, 3), false);
       assert.equal(await storage.ackUpTo(a.id, 2, Date.now()), 2);
       assert.equal(await storage.hasRoom(a.id, 3), true);
-      const fourth = await storage.appendEvent(event(a.id), 3);
+      const fourth = await storage.appendEvent({ event: event(a.id), capacity: 3 });
       // Sequence 4, not 5: the refused delivery did not take a number either.
       assert.equal(fourth.status === 'created' && fourth.event.sequence, 4);
       assert.deepEqual(
-        (await storage.listEvents(a.id, 0, 10)).events.map((e) => e.sequence),
+        (await storage.listEvents({ addressId: a.id, after: 0, limit: 10 })).events.map((e) => e.sequence),
         [2, 3, 4],
       );
     });
@@ -278,11 +286,11 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       const now = Date.now();
       const expired = address({ expiresAt: now - 1000 });
       await storage.insertAddress(expired);
-      await storage.appendEvent(event(expired.id, { createdAt: now - 2000 }), 1000);
+      await storage.appendEvent({ event: event(expired.id, { createdAt: now - 2000 }), capacity: 1000 });
       const live = address();
       await storage.insertAddress(live);
-      await storage.appendEvent(event(live.id, { createdAt: now - 40 * 86_400_000 }), 1000);
-      await storage.appendEvent(event(live.id), 1000);
+      await storage.appendEvent({ event: event(live.id, { createdAt: now - 40 * 86_400_000 }), capacity: 1000 });
+      await storage.appendEvent({ event: event(live.id), capacity: 1000 });
 
       const holder = new pg.Client({ connectionString: db.url });
       await holder.connect();
@@ -304,7 +312,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       assert.ok(result.eventsPurged >= 2, `one expired address's event and one old event, got ${result.eventsPurged}`);
       assert.equal(await storage.getAddress(expired.id, now - 5000), null, 'the expired row itself is gone');
       assert.deepEqual(
-        (await storage.listEvents(live.id, 0, 10)).events.map((e) => e.sequence),
+        (await storage.listEvents({ addressId: live.id, after: 0, limit: 10 })).events.map((e) => e.sequence),
         [2],
       );
       // The lock was released: another instance can take it now.
@@ -331,7 +339,9 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       try {
         const now = Date.now();
         const takes = await Promise.all(
-          Array.from({ length: 8 }, (_, i) => (i % 2 ? storage : other).takeToken('create:192.0.2.1', 5, 60_000, now)),
+          Array.from({ length: 8 }, (_, i) =>
+            (i % 2 ? storage : other).takeToken({ key: 'create:192.0.2.1', limit: 5, periodMs: 60_000, now }),
+          ),
         );
         assert.equal(takes.filter((t) => t.allowed).length, 5);
         const refused = takes.find((t) => !t.allowed)!;
@@ -376,7 +386,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       const a = await createAddress(server.url);
       const poll = listEvents(server.url, a, 'wait=20');
       await eventually(() => server.roost.waiters.held === 1, 'poll held');
-      await peer.appendEvent(event(a.id), 1000);
+      await peer.appendEvent({ event: event(a.id), capacity: 1000 });
       const woken = await within(poll, 10_000);
       assert.notEqual(woken, 'not woken', 'a NOTIFY from the peer woke the poll');
 
@@ -394,7 +404,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
 
       const again = listEvents(server.url, a, 'after=1&wait=20');
       await eventually(() => server.roost.waiters.held === 1, 'poll held');
-      await peer.appendEvent(event(a.id), 1000);
+      await peer.appendEvent({ event: event(a.id), capacity: 1000 });
       const answer = await within(again, 10_000);
       assert.notEqual(answer, 'not woken', 'the reconnected listener still hears the peer');
       assert.deepEqual(
@@ -450,7 +460,7 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
       await eventually(() => storage.listening, 'listener reconnected', 15_000);
       const poll = listEvents(server.url, a, 'after=1&wait=20');
       await eventually(() => server.roost.waiters.held === 1, 'poll held');
-      await peer.appendEvent(event(a.id), 1000);
+      await peer.appendEvent({ event: event(a.id), capacity: 1000 });
       assert.notEqual(await within(poll, 10_000), 'not woken');
     });
   });

@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
-import { SqliteStorage } from '../src/storage/sqlite.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
 import { KEYS_PER_MS, newEventId } from '../src/storage/event-ids.js';
-import { SQLITE_MIGRATIONS } from '../src/storage/sqlite-migrations.js';
+import { SQLITE_MIGRATIONS } from '../src/storage/sqlite/migrations.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 
 /** A file as version `version` leaves it, with the migrations' own SQL. */
@@ -78,7 +78,7 @@ test('SQLite: a version-2 file is upgraded in place (migration 3), every event k
 
     const storage = new SqliteStorage(path);
     try {
-      const page = await storage.listEvents(a.id, 0, 100);
+      const page = await storage.listEvents({ addressId: a.id, after: 0, limit: 100 });
       assert.deepEqual(
         page.events.map((e) => [
           e.sequence,
@@ -99,20 +99,20 @@ test('SQLite: a version-2 file is upgraded in place (migration 3), every event k
       );
       assert.ok(page.events.every((e) => e.addressId === a.id));
       // The floor survived: 5 and 6 are never given out again.
-      const next = await storage.appendEvent(appendInput(a.id), 1000);
+      const next = await storage.appendEvent({ event: appendInput(a.id), capacity: 1000 });
       assert.equal(next.status === 'created' && next.event.sequence, 7);
       // The idempotency key still finds its event.
-      const again = await storage.appendEvent(appendInput(a.id, { dedupeKey: 'key-1' }), 1000);
+      const again = await storage.appendEvent({ event: appendInput(a.id, { dedupeKey: 'key-1' }), capacity: 1000 });
       assert.equal(again.status === 'duplicate' && again.event.id, page.events[2].id);
       // A queue of 5 at a capacity of 5, none acknowledged but 2: the eviction takes 2.
-      assert.equal((await storage.appendEvent(appendInput(a.id), 5)).status, 'created');
+      assert.equal((await storage.appendEvent({ event: appendInput(a.id), capacity: 5 })).status, 'created');
       assert.deepEqual(
-        (await storage.listEvents(a.id, 0, 100)).events.map((e) => e.sequence),
+        (await storage.listEvents({ addressId: a.id, after: 0, limit: 100 })).events.map((e) => e.sequence),
         [1, 3, 4, 7, 8],
       );
       assert.equal(await storage.ackUpTo(a.id, 4, Date.now()), 3);
       // Deleting b takes its events, and only its.
-      assert.equal((await storage.listEvents(b.id, 0, 100)).events.length, 2);
+      assert.equal((await storage.listEvents({ addressId: b.id, after: 0, limit: 100 })).events.length, 2);
       assert.equal(await storage.deleteAddress(b.id), true);
     } finally {
       await storage.close();
@@ -161,7 +161,7 @@ test('SQLite: migration 4 stores each event under a key of its millisecond; the 
 
     const storage = new SqliteStorage(path);
     try {
-      const page = await storage.listEvents(a.id, 0, 100);
+      const page = await storage.listEvents({ addressId: a.id, after: 0, limit: 100 });
       assert.deepEqual(
         page.events.map((e) => [e.id, e.sequence, e.createdAt]),
         events.map((e, i) => [e.id, i + 1, e.createdAt]),
@@ -179,12 +179,12 @@ test('SQLite: migration 4 stores each event under a key of its millisecond; the 
         );
       });
       // A new event in the millisecond of a migrated one takes the next key.
-      const next = await storage.appendEvent(appendInput(a.id, { createdAt: recent }), 1000);
+      const next = await storage.appendEvent({ event: appendInput(a.id, { createdAt: recent }), capacity: 1000 });
       assert.equal(next.status === 'created' && next.event.sequence, 7);
       // Retention takes the old events, unplaced ones too, and nothing else.
       assert.equal((await storage.purge(Date.now(), Date.now() - 30 * DAY)).eventsPurged, 4);
       assert.deepEqual(
-        (await storage.listEvents(a.id, 0, 100)).events.map((e) => e.sequence),
+        (await storage.listEvents({ addressId: a.id, after: 0, limit: 100 })).events.map((e) => e.sequence),
         [5, 6, 7],
       );
     } finally {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { SqliteStorage } from '../src/storage/sqlite.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
 import type { AddressRecord } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 
@@ -59,7 +59,7 @@ const newAddress = () => addressRecord({ createdAt: NOW - 60 * DAY });
 
 async function checkQueues(storage: SqliteStorage, queues: ModelQueue[], deleted: AddressRecord[]): Promise<void> {
   for (const q of queues) {
-    const page = await storage.listEvents(q.record.id, 0, 100);
+    const page = await storage.listEvents({ addressId: q.record.id, after: 0, limit: 100 });
     assert.deepEqual(
       page.events.map((e) => ({ id: e.id, sequence: e.sequence, acked: e.acknowledgedAt !== null })),
       q.events.map(({ id, sequence, acked }) => ({ id, sequence, acked })),
@@ -90,7 +90,10 @@ describe('SQLite caches against a model (writer queue state, address cache)', ()
               // All in flight at once, so that they share commits; the model only counts.
               const results = await Promise.all(
                 Array.from({ length: s.count }, () =>
-                  storage.appendEvent(appendInput(q.record.id, { createdAt: s.old ? NOW - 40 * DAY : NOW }), CAPACITY),
+                  storage.appendEvent({
+                    event: appendInput(q.record.id, { createdAt: s.old ? NOW - 40 * DAY : NOW }),
+                    capacity: CAPACITY,
+                  }),
                 ),
               );
               for (const r of results) {
@@ -142,7 +145,10 @@ describe('SQLite caches against a model (writer queue state, address cache)', ()
           await checkQueues(storage, queues, deleted);
           for (const q of queues) {
             if (q.events.length === CAPACITY && q.events.every((e) => !e.acked)) continue;
-            const r = await storage.appendEvent(appendInput(q.record.id, { createdAt: NOW }), CAPACITY);
+            const r = await storage.appendEvent({
+              event: appendInput(q.record.id, { createdAt: NOW }),
+              capacity: CAPACITY,
+            });
             assert.equal(
               r.status === 'created' && r.event.sequence,
               q.lastGiven + 1,

@@ -13,10 +13,10 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import { SqliteStorage } from '../src/storage/sqlite.js';
-import { migrate, openSqlite } from '../src/storage/sqlite-connection.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
+import { migrate, openSqlite } from '../src/storage/sqlite/connection.js';
 import { newEventId } from '../src/storage/event-ids.js';
-import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite-write-transactions.js';
+import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite/writes.js';
 import type { AppendInput, EmailPart } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 
@@ -48,7 +48,7 @@ describe('SQLite writer thread', () => {
     await storage.insertAddress(a);
     const before = { ...storage.commitStats };
     const results = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => storage.appendEvent(event(a.id, String(i)), 1000)),
+      Array.from({ length: 40 }, (_, i) => storage.appendEvent({ event: event(a.id, String(i)), capacity: 1000 })),
     );
     assert.deepEqual(
       results.map((r) => r.status === 'created' && r.event.sequence),
@@ -57,7 +57,7 @@ describe('SQLite writer thread', () => {
     assert.equal(storage.commitStats.appends - before.appends, 40);
     assert.equal(storage.commitStats.commits - before.commits, 1, 'one transaction for the whole turn');
     // Each resolved event is readable at once through the event loop's own connection.
-    const page = await storage.listEvents(a.id, 0, 100);
+    const page = await storage.listEvents({ addressId: a.id, after: 0, limit: 100 });
     assert.deepEqual(
       page.events.map((e) => e.dataJson),
       Array.from({ length: 40 }, (_, i) => String(i)),
@@ -68,17 +68,17 @@ describe('SQLite writer thread', () => {
     const a = addressRecord();
     await storage.insertAddress(a);
     assert.ok(await storage.getAddress(a.id, Date.now()));
-    const appends = Array.from({ length: 10 }, () => storage.appendEvent(event(a.id), 1000));
+    const appends = Array.from({ length: 10 }, () => storage.appendEvent({ event: event(a.id), capacity: 1000 }));
     const deleting = storage.deleteAddress(a.id);
     // A read racing the delete (the address is still in the file) must not leave it cached.
     const racingRead = storage.getAddress(a.id, Date.now());
-    const after = storage.appendEvent(event(a.id), 1000);
+    const after = storage.appendEvent({ event: event(a.id), capacity: 1000 });
     assert.ok((await Promise.all(appends)).every((r) => r.status === 'created'));
     assert.equal(await deleting, true);
     await racingRead;
     assert.equal((await after).status, 'address_not_found');
     assert.equal(await storage.getAddress(a.id, Date.now()), null);
-    assert.deepEqual((await storage.listEvents(a.id, 0, 100)).events, []);
+    assert.deepEqual((await storage.listEvents({ addressId: a.id, after: 0, limit: 100 })).events, []);
   });
 
   test('when the writer thread is gone, every write and ping fails instead of hanging, and it is logged', async () => {
@@ -86,14 +86,14 @@ describe('SQLite writer thread', () => {
     const a = addressRecord();
     await storage.insertAddress(a);
     const writer = (storage as unknown as { writer: Worker }).writer;
-    const inFlight = storage.appendEvent(event(a.id), 1000);
+    const inFlight = storage.appendEvent({ event: event(a.id), capacity: 1000 });
     await writer.terminate();
     // The append sent before the thread went either committed or failed; it never hangs.
     await inFlight.then(
       (r) => assert.equal(r.status, 'created'),
       (error: Error) => assert.match(error.message, /writer thread/),
     );
-    await assert.rejects(storage.appendEvent(event(a.id), 1000), /writer thread/);
+    await assert.rejects(storage.appendEvent({ event: event(a.id), capacity: 1000 }), /writer thread/);
     await assert.rejects(storage.ackUpTo(a.id, 1, Date.now()), /writer thread/);
     await assert.rejects(storage.ping(), /writer thread/);
     assert.equal(fatal.length, 1, 'logged once, at fatal');
@@ -103,7 +103,7 @@ describe('SQLite writer thread', () => {
     const fatal = await reopenRecordingFatal();
     const a = addressRecord();
     await storage.insertAddress(a);
-    await storage.appendEvent(event(a.id), 1000);
+    await storage.appendEvent({ event: event(a.id), capacity: 1000 });
     await storage.close();
     assert.deepEqual(fatal, []);
   });

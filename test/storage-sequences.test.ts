@@ -14,24 +14,24 @@ import Database from 'better-sqlite3';
 import { loadConfig } from '../src/config.js';
 import { newEventId } from '../src/storage/event-ids.js';
 import { addressRecord, appendInput } from './helpers/records.js';
-import { PostgresStorage } from '../src/storage/postgres.js';
-import { SqliteStorage } from '../src/storage/sqlite.js';
-import { SQLITE_MIGRATIONS } from '../src/storage/sqlite-migrations.js';
+import { PostgresStorage } from '../src/storage/postgres/engine.js';
+import { SqliteStorage } from '../src/storage/sqlite/engine.js';
+import { SQLITE_MIGRATIONS } from '../src/storage/sqlite/migrations.js';
 import type { Storage } from '../src/storage/storage.js';
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from './helpers/postgres.js';
 
 const DAY = 86_400_000;
 async function append(storage: Storage, addressId: string, capacity: number, createdAt?: number): Promise<number> {
-  const result = await storage.appendEvent(
-    appendInput(addressId, createdAt === undefined ? {} : { createdAt }),
-    capacity,
-  );
+  const result = await storage.appendEvent({
+    event: appendInput(addressId, createdAt === undefined ? {} : { createdAt }),
+    capacity: capacity,
+  });
   assert.equal(result.status, 'created');
   return (result as { event: { sequence: number } }).event.sequence;
 }
 
 async function sequencesHeld(storage: Storage, addressId: string): Promise<number[]> {
-  return (await storage.listEvents(addressId, 0, 1000)).events.map((e) => e.sequence);
+  return (await storage.listEvents({ addressId, after: 0, limit: 1000 })).events.map((e) => e.sequence);
 }
 
 interface Opened {
@@ -78,12 +78,18 @@ for (const engine of engines) {
         const a = addressRecord();
         await storage.insertAddress(a);
         for (let i = 1; i <= 3; i++) assert.equal(await append(storage, a.id, 3), i);
-        const newest = (await storage.listEvents(a.id, 2, 1)).events[0];
+        const newest = (await storage.listEvents({ addressId: a.id, after: 2, limit: 1 })).events[0];
         assert.ok(await storage.ackEvent(a.id, newest.id, Date.now()));
         // Full, with only sequence 3 acknowledged: it is evicted, and 4 is next, not 3.
         assert.equal(await append(storage, a.id, 3), 4);
         assert.deepEqual(await sequencesHeld(storage, a.id), [1, 2, 4]);
-        assert.ok(await storage.ackEvent(a.id, (await storage.listEvents(a.id, 3, 1)).events[0].id, Date.now()));
+        assert.ok(
+          await storage.ackEvent(
+            a.id,
+            (await storage.listEvents({ addressId: a.id, after: 3, limit: 1 })).events[0].id,
+            Date.now(),
+          ),
+        );
         assert.equal(await append(storage, a.id, 3), 5);
         assert.deepEqual(await sequencesHeld(storage, a.id), [1, 2, 5]);
       });

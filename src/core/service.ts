@@ -177,7 +177,12 @@ export class RoostService {
     this.metrics.wakeReads.inc();
     const address = await this.storage.getAddress(addressId, this.now());
     if (!address) return { after, address, records: [], bytes: [], hasMore: false, latestSequence: 0 };
-    const page = await this.storage.listEvents(addressId, after, LIMIT_MAX, this.config.maxPageBytes);
+    const page = await this.storage.listEvents({
+      addressId,
+      after,
+      limit: LIMIT_MAX,
+      maxBytes: this.config.maxPageBytes,
+    });
     const bytes = page.events.map(
       (record) =>
         Buffer.byteLength(record.dataJson) +
@@ -200,7 +205,7 @@ export class RoostService {
   /** One token of the per-client create bucket (docs/api.md §9); every create request takes one. */
   takeCreateToken(clientKey: string): Promise<TokenBucketResult> {
     const { limit, periodMs } = this.config.createRate;
-    return this.storage.takeToken(`create:${clientKey}`, limit, periodMs, this.now());
+    return this.storage.takeToken({ key: `create:${clientKey}`, limit, periodMs, now: this.now() });
   }
 
   async createAddress(input: CreateAddress = {}): Promise<CreateAddressResponse> {
@@ -326,7 +331,7 @@ export class RoostService {
       for (;;) {
         // Register before reading: a commit between the read and the wait still wakes us.
         const ticket = options.wait > 0 && !this.waiters.isClosing ? this.waiters.register(addressId, after) : null;
-        const page = await this.storage.listEvents(addressId, after, limit, maxBytes, unacked);
+        const page = await this.storage.listEvents({ addressId, after, limit, maxBytes, filter: { unacked } });
         latestSequence = page.latestSequence;
         const until = address.expiresAt === null ? deadline : Math.min(deadline, address.expiresAt);
         if (!ticket || page.events.length > 0 || until <= this.now()) {
@@ -409,7 +414,7 @@ export class RoostService {
     const secret = newIngressSecret();
     const now = this.now();
     const previousUntil = graceSeconds > 0 ? now + graceSeconds * 1000 : null;
-    if (!(await this.storage.replaceIngressSecret(addressId, digestSecret(secret), previousUntil, now)))
+    if (!(await this.storage.replaceIngressSecret({ id: addressId, digest: digestSecret(secret), previousUntil, now })))
       throw addressNotFound();
     return { endpoints: { inbox_url: `${this.config.baseUrl}/api/v1/inbox/${addressId}/${secret}` } };
   }
@@ -630,8 +635,8 @@ export class RoostService {
     if (jsonDepthExceeds(data, MAX_JSON_DEPTH)) {
       throw invalidRequest(`data is nested more than ${MAX_JSON_DEPTH} levels deep.`);
     }
-    const result = await this.storage.appendEvent(
-      {
+    const result = await this.storage.appendEvent({
+      event: {
         id,
         addressId: address.id,
         type: input.type ?? 'message.received',
@@ -644,9 +649,9 @@ export class RoostService {
         createdAt,
         parts,
       },
-      EVENT_CAPACITY,
-      this.config.maxBytesPerAddress,
-    );
+      capacity: EVENT_CAPACITY,
+      maxBytes: this.config.maxBytesPerAddress,
+    });
     this.metrics.deliveries.inc({ transport, outcome: result.status });
     switch (result.status) {
       case 'created':
@@ -721,7 +726,7 @@ export class RoostService {
         if (!current) return 'gone';
         if ((await this.accessOf(current, token!)) === null) return 'revoked';
         expiresAt = current.expiresAt; // a PATCH may have changed it
-        const page = await this.storage.listEvents(addressId, after, limit, maxBytes);
+        const page = await this.storage.listEvents({ addressId, after, limit, maxBytes });
         return { records: page.events, hasMore: page.hasMore };
       },
       fromShared: (read, after, limit) => {

@@ -11,7 +11,7 @@
 // So the table's own B-tree, where every append lands at its end, answers the two questions
 // that each needed an index of their own, with a leaf of each written by every append:
 // which row has this id (among one millisecond's keys) and which events are past retention
-// (a range of keys). Two B-trees fewer for every commit to write (BENCHMARKS.md, History).
+// (a range of keys): two B-trees fewer for every commit to write.
 //
 // An event that has no room in its millisecond's range — more than 1,024 in one
 // millisecond, a created_at before 1970-01-01T01:10Z (test clocks), or an event from before
@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 
 // The random bits come from a pool of CSPRNG bytes refilled 4 KiB at a time: one call into
-// the CSPRNG per 256 ids instead of one per id, which showed in ingest's profile.
+// the CSPRNG per 256 ids instead of one per id, on the path of every delivery.
 let idPool = Buffer.alloc(0);
 let idPoolOffset = 0;
 

@@ -1,9 +1,9 @@
 // Chooses the storage engine from the configuration: PostgreSQL when DATABASE_URL is set,
 // otherwise the embedded SQLite file.
 import type { Logger } from 'pino';
-import type { PostgresOptions } from './postgres.js';
+import type { PostgresOptions } from './postgres/engine.js';
 import type { Storage } from './storage.js';
-import { SqliteStorage } from './sqlite.js';
+import { SqliteStorage } from './sqlite/engine.js';
 
 /** The configuration's storage settings (config.ts's Config has them, under these names). */
 export interface StorageOptions extends PostgresOptions {
@@ -13,7 +13,7 @@ export interface StorageOptions extends PostgresOptions {
 
 export async function openStorage(config: StorageOptions, logger?: Logger): Promise<Storage> {
   if (config.databaseUrl) {
-    const { PostgresStorage } = await import('./postgres.js');
+    const { PostgresStorage } = await import('./postgres/engine.js');
     return PostgresStorage.open(config, logger);
   }
   return new SqliteStorage(config.dbPath, { logger });

@@ -1,7 +1,9 @@
 // The storage interface: the domain operations Roost needs, with no SQL above this line.
-// Two engines implement it: sqlite.ts (embedded, one process) and postgres.ts (shared by
+// Two engines implement it: sqlite/ (embedded, one process) and postgres/ (shared by
 // many instances). Every rule that concurrency could break — gapless sequences, one winner
 // per idempotency key, capacity and eviction — is enforced inside the engine's transaction.
+// An operation that takes more than three values, or may gain more (filters), takes one
+// parameter object; test/storage/ runs every operation on both engines.
 
 /** All times are milliseconds since the epoch (UTC). */
 export interface AddressRecord {
@@ -119,6 +121,53 @@ export interface EmailPart {
   bytes: Uint8Array;
 }
 
+/** What replaceIngressSecret takes. */
+export interface ReplaceIngressSecretParams {
+  id: string;
+  /** The new secret's digest. */
+  digest: string;
+  /** Until when the current secret stays accepted as the previous one; null: not at all. */
+  previousUntil: number | null;
+  now: number;
+}
+
+/** What takeToken takes. */
+export interface TakeTokenParams {
+  key: string;
+  limit: number;
+  periodMs: number;
+  now: number;
+}
+
+/** What appendEvent takes: the event and the bounds of its address's queue. */
+export interface AppendParams {
+  event: AppendInput;
+  /** Events the address may hold (docs/api.md §3). */
+  capacity: number;
+  /** Bytes its events may hold (eventSize; parts do not count); 0 or omitted: no bound. */
+  maxBytes?: number;
+}
+
+/**
+ * Which events a page holds, beyond its cursor. Each field is one condition of the page
+ * query (page-query.ts), written once for both engines.
+ */
+export interface EventFilter {
+  /** Only events without acknowledged_at. */
+  unacked?: boolean;
+}
+
+/** What listEvents takes. */
+export interface ListEventsParams {
+  addressId: string;
+  /** The cursor: only sequences above it. */
+  after: number;
+  limit: number;
+  /** Stored bytes of data and metadata a page holds at most (its first event always goes). */
+  maxBytes?: number;
+  filter?: EventFilter;
+}
+
 export type AppendResult =
   | { status: 'created'; event: EventRecord }
   /** The key matched an event still held: that event, unchanged. */
@@ -185,12 +234,7 @@ export interface Storage {
   updateAddress(id: string, changes: AddressChanges, now: number): Promise<AddressRecord | null>;
   replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null>;
   /** The current secret becomes the previous one, accepted until `previousUntil` (null: not at all). */
-  replaceIngressSecret(
-    id: string,
-    digest: string,
-    previousUntil: number | null,
-    now: number,
-  ): Promise<AddressRecord | null>;
+  replaceIngressSecret(params: ReplaceIngressSecretParams): Promise<AddressRecord | null>;
 
   /** Sets (or replaces) the sender of the live address at `now`; false when it is unknown, deleted or expired. */
   putSender(sender: SenderRecord, now: number): Promise<boolean>;
@@ -210,28 +254,20 @@ export interface Storage {
 
   /**
    * Appends one event in one transaction: checks the address is live, returns the held
-   * event for a repeated dedupe key, evicts the oldest acknowledged event at capacity,
-   * allocates sequence = previous maximum + 1 (never reused), stores its email parts.
-   * Resolves only once durable. With `maxBytes` > 0 the address's events may hold at most
-   * that many bytes (eventSize; parts do not count): the oldest acknowledged events make
-   * room, else the append is refused with bytes_full.
+   * event for a repeated dedupe key, makes room by the append policy (append-policy.ts:
+   * capacity and byte cap, evicting the oldest acknowledged events only), allocates
+   * sequence = previous maximum + 1 (never reused), stores its email parts. Resolves only
+   * once durable.
    */
-  appendEvent(input: AppendInput, capacity: number, maxBytes?: number): Promise<AppendResult>;
+  appendEvent(params: AppendParams): Promise<AppendResult>;
   /** Whether one more event could be accepted now (not full of unacknowledged events). */
   hasRoom(addressId: string, capacity: number): Promise<boolean>;
   /**
-   * Events with sequence > after, ascending, at most `limit`, and no more than fit in
-   * `maxBytes` of stored data and metadata (no bound when omitted) — but always the first
-   * one, whatever its size. `unacknowledgedOnly`: only events without acknowledged_at
-   * (an index of those keeps this as cheap as the plain page).
+   * Events with sequence > after that pass the filter, ascending, at most `limit`, and no
+   * more than fit in `maxBytes` of stored data and metadata (no bound when omitted) — but
+   * always the first one, whatever its size.
    */
-  listEvents(
-    addressId: string,
-    after: number,
-    limit: number,
-    maxBytes?: number,
-    unacknowledgedOnly?: boolean,
-  ): Promise<EventPageRecord>;
+  listEvents(params: ListEventsParams): Promise<EventPageRecord>;
   /** Sets acknowledged_at if unset; returns the event (first acknowledged_at kept), or null. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
   /** Acknowledges every unacknowledged event with sequence ≤ upTo; returns how many. */
@@ -244,7 +280,7 @@ export interface Storage {
   purge(now: number, retainAfter: number): Promise<PurgeResult>;
 
   /** Takes one token from the bucket `key` (limit tokens, refilled evenly over periodMs). */
-  takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult>;
+  takeToken(params: TakeTokenParams): Promise<TokenBucketResult>;
 
   /**
    * Engines shared by several processes report commits made elsewhere (an append or a

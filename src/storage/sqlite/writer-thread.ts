@@ -1,11 +1,11 @@
 // The SQLite writer thread: the only connection that writes the file. It takes the write
-// requests of sqlite.ts in order and answers each one after its COMMIT. Appends that arrive
+// requests of engine.ts in order and answers each one after its COMMIT. Appends that arrive
 // while a batch is being committed — or in one message — are committed together in the next
 // batch (group commit), so the event loop goes on parsing requests while the disk syncs,
 // and a 202 still waits for the fsync of its own event.
 import { parentPort, workerData } from 'node:worker_threads';
-import { openSqlite, type Synchronous } from './sqlite-connection.js';
-import { SqliteWrites, type AppendOutcome, type AppendTuple } from './sqlite-write-transactions.js';
+import { openSqlite, type Synchronous } from './connection.js';
+import { SqliteWrites, type AppendOutcome, type AppendTuple } from './writes.js';
 
 export interface WriterOptions {
   path: string;
@@ -87,18 +87,13 @@ const toWireOutcome = (outcome: AppendOutcome): WireOutcome =>
 const port = parentPort!;
 const options = workerData as WriterOptions;
 const db = openSqlite(options.path, options.synchronous);
-// Checkpoints (copying the WAL back into the database file, with an fsync of it) run inside
-// a COMMIT on this thread, and every append waiting meanwhile waits for them. SQLite's
-// default, every 1,000 WAL pages, stalled commits often; every 16,000 pages (a WAL of up to
-// 64 MiB) copies each hot page once instead of many times (BENCHMARKS.md, History).
+// Checkpoints run inside a COMMIT on this thread and every waiting append waits for them:
+// fewer, larger ones copy each hot page back once instead of many times.
 db.pragma('wal_autocheckpoint = 16000');
 // After a checkpoint the WAL file is reused from its start; beyond this it is truncated.
 db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
-// The writer's page cache, 8 MiB instead of this build's 16. Every commit that splits an
-// index page ends with a scan of the whole cache's hash table: balance_nonroot renumbers
-// pages through the lock-byte page (page 262,145 at 4 KiB), and pcache1Truncate then sees a
-// page beyond the end of the file, which showed in the writer's profile; half the cache
-// halves the scan. The event loop's connection, which serves reads, keeps the default.
+// A smaller page cache for the writer: a commit that splits an index page scans the whole
+// cache, and the writer needs few pages beyond the ends of its indexes (reads keep the default).
 db.pragma('cache_size = -8000');
 const writes = new SqliteWrites(db);
 const calls: { [M in CallableWrite]: (...args: WriteArgs<M>) => WriteResult<M> } = {

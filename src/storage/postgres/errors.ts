@@ -2,7 +2,7 @@
 // `unavailable`, retry shortly) from a bug (500) or a client's mistake (400). Every path
 // a query can fail by — refused, reset, terminated by an administrator, crashed server,
 // statement or client-side timeout, a full pool — lands in one of these.
-import { StorageError, StorageInvalidValueError, StorageUnavailableError } from './errors.js';
+import { StorageError, StorageInvalidValueError, StorageUnavailableError } from '../errors.js';
 
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',

@@ -2,8 +2,8 @@
 // migrations, run once at start before any other connection is opened.
 import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
-import { msOfId } from './event-ids.js';
-import { SQLITE_MIGRATIONS } from './sqlite-migrations.js';
+import { msOfId } from '../event-ids.js';
+import { SQLITE_MIGRATIONS } from './migrations.js';
 
 export type Synchronous = 'FULL' | 'NORMAL';
 
@@ -40,7 +40,7 @@ export function migrate(db: Database.Database): void {
       .map((r) => r.version),
   );
   const apply = db.transaction((m: (typeof SQLITE_MIGRATIONS)[number]) => {
-    db.exec(m.sql);
+    if (m.onlyIf === undefined || db.prepare(m.onlyIf).pluck().get()) db.exec(m.sql);
     db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
       m.version,
       m.name,

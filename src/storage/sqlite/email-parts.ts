@@ -1,8 +1,8 @@
 // The SQL of email parts on SQLite (migration 7): written by the writer thread inside the
-// transaction that appends their event (sqlite-write-transactions.ts), read on the event
+// transaction that appends their event (events-append.ts), read on the event
 // loop's connection. A part row points at its event by the event's key.
 import type Database from 'better-sqlite3';
-import type { EmailPart } from './storage.js';
+import type { EmailPart } from '../storage.js';
 
 export class SqliteEmailPartWrites {
   private readonly sql;

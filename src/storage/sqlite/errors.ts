@@ -2,7 +2,7 @@
 // service runs is 503 `unavailable` (the file is fine, the write was not made, a retry may
 // succeed once space returns), and a file that cannot be opened at start is one clear
 // sentence for the operator rather than SQLite's terse code.
-import { StorageError, StorageUnavailableError } from './errors.js';
+import { StorageError, StorageUnavailableError } from '../errors.js';
 
 const codeOf = (error: unknown): string => {
   const code = (error as { code?: unknown } | null)?.code;

@@ -4,7 +4,7 @@
 // pg_terminate_backend, a stalled or partitioned server) by reconnecting on its own.
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { ANY_ADDRESS } from './storage.js';
+import { ANY_ADDRESS } from '../storage.js';
 
 /** The NOTIFY channel; its payload is an address id and nothing else. */
 export const WAKE_CHANNEL = 'roost_wake';

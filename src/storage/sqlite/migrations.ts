@@ -1,5 +1,8 @@
-// Numbered SQLite migrations, run in order at start. Never edit one that has landed:
-// add the next number instead.
+// Numbered SQLite migrations, run in order at start. Never edit one that has landed (the
+// checksums in test/storage/migrations.test.ts say when one did): add the next number.
+// Numbers: 1–9 here and 1–7 in postgres/migrations.ts grew apart; from 10 on a number names
+// the same change on both engines, and a change one engine does not need is recorded there
+// under its number with empty SQL, so the next migration is the same number on both.
 
 /**
  * The integer key of the address whose id is the statement's next parameter (migration 3):
@@ -8,7 +11,15 @@
  */
 export const KEY_OF_ID = '(SELECT key FROM addresses WHERE id = ?)';
 
-export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+export interface SqliteMigration {
+  version: number;
+  name: string;
+  sql: string;
+  /** A query whose single value says whether `sql` runs; the version is recorded either way. */
+  onlyIf?: string;
+}
+
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
     version: 1,
     name: 'addresses, events, rate buckets',
@@ -56,9 +67,9 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
   {
     version: 2,
     name: 'sequence floor kept by a trigger, not by every append',
-    // An append used to write its address row (last_sequence = the new sequence): one more
-    // page at a random place per event. Now the next sequence is
-    // max(MAX(events.sequence), last_sequence) + 1, and last_sequence only has to remember
+    // So that an append need not write its address row (a page at a random place per event),
+    // the next sequence is max(MAX(events.sequence), last_sequence) + 1, and last_sequence
+    // only has to remember
     // the sequences of events that are gone — which this trigger records for every way an
     // event can leave (eviction, retention, address deletion), in the same transaction.
     // A database from version 1 already satisfies the rule: last_sequence was the highest
@@ -73,10 +84,9 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
   {
     version: 3,
     name: 'integer address keys in the event indexes',
-    // Every append writes one leaf of events_by_sequence at its address's place, and those
-    // leaves are most of the WAL bytes of a commit. Keyed by the 27-character address id, a
-    // leaf holds a quarter of the entries an integer key allows, and splits more often
-    // (BENCHMARKS.md, What bounds each figure). The key is an explicit INTEGER PRIMARY KEY because VACUUM may
+    // Every append writes one leaf of events_by_sequence at its address's place: keyed by an
+    // integer rather than the 27-character address id, a leaf holds more entries and splits
+    // less often. The key is an explicit INTEGER PRIMARY KEY because VACUUM may
     // renumber an implicit rowid; a deleted address's key may be given out again, which is
     // safe because its events go in the same transaction. Events keep address_id too, so
     // that reading one needs no join. Both tables are rebuilt (the only way to change a key
@@ -221,7 +231,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
     version: 6,
     name: 'bytes held per event',
     // Each event's size (storage.ts eventSize). An address's total is their sum, read with
-    // its queue state and then kept in the writer's memory (sqlite-write-transactions.ts): a column kept
+    // its queue state and then kept in the writer's memory (events-append.ts): a column kept
     // by triggers would cost every append a write of the address row.
     sql: `
       ALTER TABLE events ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;
@@ -298,6 +308,19 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; s
       DROP INDEX events_by_dedupe_key;
       -- One event per idempotency key per address and scope: the second writer cannot win.
       CREATE UNIQUE INDEX events_by_dedupe_key ON events (address_key, key_scope, dedupe_key) WHERE dedupe_key IS NOT NULL;
+    `,
+  },
+  {
+    version: 10,
+    name: 'the byte total per address and its triggers go where an early migration 6 left them',
+    // A database that ran the first text of migration 6 has addresses.stored_bytes and two
+    // triggers that write the address row on every append; the writer sums the bytes itself
+    // (events-append.ts), so both go. Any other database has neither, and nothing changes.
+    onlyIf: "SELECT count(*) FROM pragma_table_info('addresses') WHERE name = 'stored_bytes'",
+    sql: `
+      DROP TRIGGER IF EXISTS events_bytes_added;
+      DROP TRIGGER IF EXISTS events_bytes_removed;
+      ALTER TABLE addresses DROP COLUMN stored_bytes;
     `,
   },
 ];

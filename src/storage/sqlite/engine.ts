@@ -1,7 +1,7 @@
 // The embedded engine: one SQLite file through better-sqlite3, for one process.
 // WAL with synchronous=FULL, so a 202 survives power loss. Reads run here, on the event
 // loop's own connection; every write goes, in order, to the writer thread
-// (sqlite-writer-thread.ts), which commits appends that arrive together in one transaction and
+// (writer-thread.ts), which commits appends that arrive together in one transaction and
 // one fsync (group commit). Each caller's promise resolves only after the COMMIT that holds
 // its write, so "202 means durable" holds per request, and a read started after that sees it.
 import type Database from 'better-sqlite3';
@@ -9,24 +9,11 @@ import type { Logger } from 'pino';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { newEventId } from './event-ids.js';
-import {
-  ADDRESS_COLUMNS,
-  EVENT_COLUMNS,
-  SENDER_COLUMNS,
-  insertedEvent,
-  toAddress,
-  toSender,
-  toViewToken,
-  type AddressRow,
-  type SenderRow,
-  type ViewTokenRow,
-} from './rows.js';
-import { KEY_OF_ID } from './sqlite-migrations.js';
-import { prepareEmailPartRead } from './sqlite-email-parts.js';
-import { lockForThisProcess, migrate, openSqlite, restrictToOwner, type Synchronous } from './sqlite-connection.js';
-import { StorageUnavailableError } from './errors.js';
-import { cannotOpen, sqliteError } from './sqlite-errors.js';
+import { newEventId } from '../event-ids.js';
+import { insertedEvent } from '../tables.js';
+import { lockForThisProcess, migrate, openSqlite, restrictToOwner, type Synchronous } from './connection.js';
+import { StorageUnavailableError } from '../errors.js';
+import { cannotOpen, sqliteError } from './errors.js';
 import type {
   CallableWrite,
   WriteArgs,
@@ -37,40 +24,31 @@ import type {
   WriteRequest,
   WriterMessage,
   WriterOptions,
-} from './sqlite-writer-thread.js';
-import { toAppendTuple, type AppendTuple, type CommitStats } from './sqlite-write-transactions.js';
+} from './writer-thread.js';
+import { toAppendTuple, type AppendTuple, type CommitStats } from './events-append.js';
+import { AddressReads } from './addresses.js';
+import { ViewTokenReads } from './credentials.js';
+import { SenderReads } from './senders.js';
+import { EventReads } from './events-read.js';
+import { prepareEmailPartRead } from './email-parts.js';
 import type {
   AddressChanges,
   AddressRecord,
   AppendInput,
+  AppendParams,
   EmailPart,
   AppendResult,
   EventPageRecord,
   EventRecord,
+  ListEventsParams,
   PurgeResult,
+  ReplaceIngressSecretParams,
   SenderRecord,
   Storage,
+  TakeTokenParams,
   TokenBucketResult,
   ViewTokenRecord,
-} from './storage.js';
-
-/** A row of the page query in raw mode: the columns of EVENT_COLUMNS, in that order. */
-type EventTuple = [string, string, number, string, string, string, string | null, string | null, number, number | null];
-/** A row of the page query: the event, then how many candidates the page had, then the latest sequence. */
-type PageTuple = [...EventTuple, number, number];
-
-const pageRowToEvent = (row: PageTuple): EventRecord => ({
-  id: row[0],
-  addressId: row[1],
-  sequence: row[2],
-  type: row[3],
-  source: row[4],
-  dataJson: row[5],
-  metadataJson: row[6],
-  dedupeKey: row[7],
-  createdAt: row[8],
-  acknowledgedAt: row[9],
-});
+} from '../storage.js';
 
 interface PendingAppend {
   input: AppendInput;
@@ -90,65 +68,23 @@ interface InFlight {
 /** A request before it is numbered (Omit that keeps a union a union). */
 type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
 
-const LIVE = '(expires_at IS NULL OR expires_at > @now)';
-
-/**
- * The highest sequence the address whose id is the next parameter has given out: its
- * newest event's, or the floor that remembers removed ones (migration 2), whichever is higher.
- */
-const LATEST_SEQUENCE = `(SELECT max(last_sequence, coalesce((SELECT MAX(sequence) FROM events WHERE address_key = addresses.key), 0))
-   FROM addresses WHERE id = ?)`;
-
-/**
- * A page bounded by count and by bytes: `sized` numbers the candidates (limit + 1) and sums
- * their sizes (octet_length does not load the text); only the events kept are read — the
- * first always, then each while the sum stays within the bound. More candidates than events
- * returned means has_more. The latest sequence comes in the same statement (one snapshot),
- * so it is at least every sequence of the page. Rows as arrays, in EVENT_COLUMNS order then
- * the count and the latest: an object per row made better-sqlite3 markedly slower here.
- * `unacknowledged`: only events without acknowledged_at, filtered on the same index scan,
- * which the address's capacity bounds (docs/api.md §9.1); an index of its own would cost
- * every append another B-tree write.
- */
-const pageSql = (unacknowledged: boolean) => `
-  WITH sized AS (
-    SELECT sequence, row_number() OVER w AS n,
-           sum(octet_length(data) + coalesce(octet_length(metadata), 0)) OVER w AS running
-    FROM events
-    WHERE address_key = ${KEY_OF_ID} AND sequence > ?${unacknowledged ? ' AND acknowledged_at IS NULL' : ''}
-    WINDOW w AS (ORDER BY sequence ROWS UNBOUNDED PRECEDING)
-    ORDER BY sequence LIMIT ?
-  )
-  SELECT ${EVENT_COLUMNS}, (SELECT count(*) FROM sized) AS candidates, ${LATEST_SEQUENCE} AS latest
-  FROM events
-  WHERE address_key = ${KEY_OF_ID}
-    AND sequence IN (SELECT sequence FROM sized WHERE n <= ? AND (n = 1 OR running <= ?))
-  ORDER BY sequence`;
-
 /** Address records kept in memory (about 1 KiB each); the oldest read goes first. */
 const ADDRESS_CACHE_SIZE = 20_000;
 /** Events one purge step removes: a few milliseconds of the writer, then appends go first. */
 const PURGE_STEP_EVENTS = 1000;
 
-/** Starts the writer thread from its module beside this one. */
+/** Starts the writer thread from its module beside this one (its .ts source under tsx, which workers inherit). */
 function startWriter(options: WriterOptions): Worker {
   const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new Worker(new URL('./sqlite-writer-thread.js', here), { workerData: options });
-  // Run from TypeScript source (the tests, through tsx): Node 20 does not apply the parent's
-  // `--import tsx` hooks to a worker's entry module, so the worker loads it through tsx's API.
-  const entry = JSON.stringify(new URL('./sqlite-writer-thread.ts', here).href);
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then((api) => api.tsImport(${entry}, ${entry}))`, {
-    eval: true,
-    workerData: options,
-  });
+  const entry = new URL(here.endsWith('.ts') ? './writer-thread.ts' : './writer-thread.js', here);
+  return new Worker(entry, { workerData: options });
 }
 
-/** A writer's error as the caller gets it: 503 for a full disk or an I/O error (sqlite-errors.ts). */
+/** A writer's error as the caller gets it: 503 for a full disk or an I/O error (errors.ts). */
 const fromWire = (error: WireError): unknown =>
   sqliteError(Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code }));
 
-/** Runs a read on the event loop's connection; an I/O failure becomes 503 (sqlite-errors.ts). */
+/** Runs a read on the event loop's connection; an I/O failure becomes 503 (errors.ts). */
 function read<T>(query: () => T): T {
   try {
     return query();
@@ -196,7 +132,8 @@ export class SqliteStorage implements Storage {
    */
   private readonly addressCache = new Map<string, AddressRecord>();
   private readonly logger: SqliteOptions['logger'];
-  private readonly sql;
+  /** Every read of the event loop's connection, by entity; each call goes through read(). */
+  private readonly reads;
 
   constructor(path: string, options: SqliteOptions = {}) {
     // Two connections (this one and the writer's) share the file: an in-memory database cannot.
@@ -218,36 +155,13 @@ export class SqliteStorage implements Storage {
       this.db = opened = openSqlite(path, synchronous);
       migrate(this.db);
       const db = this.db;
-      this.sql = {
-        addressById: db.prepare<{ id: string; now: number }, AddressRow>(
-          `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE id = @id AND ${LIVE}`,
-        ),
-        addressBySlug: db.prepare<{ slug: string; now: number }, AddressRow>(
-          `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = @slug AND ${LIVE}`,
-        ),
-        countEvents: db.prepare<[string], { n: number }>(
-          `SELECT COUNT(*) AS n FROM events WHERE address_key = ${KEY_OF_ID}`,
-        ),
-        anyAcknowledged: db.prepare<[string], { one: number }>(
-          `SELECT 1 AS one FROM events WHERE address_key = ${KEY_OF_ID} AND acknowledged_at IS NOT NULL LIMIT 1`,
-        ),
-        page: db.prepare<[string, number, number, string, string, number, number], PageTuple>(pageSql(false)).raw(true),
-        unacknowledgedPage: db
-          .prepare<[string, number, number, string, string, number, number], PageTuple>(pageSql(true))
-          .raw(true),
-        // For an empty page, which has no row to carry it.
-        latestSequence: db.prepare<[string], number>(`SELECT ${LATEST_SEQUENCE}`).pluck(),
-        viewTokens: db.prepare<[string, number], ViewTokenRow>(
-          `SELECT id, address_id, token_digest, label, created_at, expires_at FROM view_tokens
-           WHERE address_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id`,
-        ),
-        viewToken: db.prepare<[string, string, number], ViewTokenRow>(
-          `SELECT id, address_id, token_digest, label, created_at, expires_at FROM view_tokens
-           WHERE address_id = ? AND token_digest = ? AND (expires_at IS NULL OR expires_at > ?)`,
-        ),
-        sender: db.prepare<[string], SenderRow>(`SELECT ${SENDER_COLUMNS} FROM senders WHERE address_id = ?`),
-        ping: db.prepare('SELECT 1'),
+      this.reads = {
+        addresses: new AddressReads(db),
+        viewTokens: new ViewTokenReads(db),
+        senders: new SenderReads(db),
+        events: new EventReads(db),
         emailPart: prepareEmailPartRead(db),
+        ping: db.prepare('SELECT 1'),
       };
       this.writer = startWriter({ path, synchronous, groupCommit: this.groupCommit });
       this.writer.on('message', (replies: WriterMessage) => replies.forEach((reply) => this.settle(reply)));
@@ -307,17 +221,16 @@ export class SqliteStorage implements Storage {
   async getAddress(id: string, now: number): Promise<AddressRecord | null> {
     const cached = this.addressCache.get(id);
     if (cached) return cached.expiresAt === null || cached.expiresAt > now ? cached : null;
-    const row = read(() => this.sql.addressById.get({ id, now }));
-    if (!row) return null;
-    const record = Object.freeze(toAddress(row));
+    const found = read(() => this.reads.addresses.byId(id, now));
+    if (!found) return null;
+    const record = Object.freeze(found);
     if (this.addressCache.size >= ADDRESS_CACHE_SIZE) this.addressCache.delete(this.addressCache.keys().next().value!);
     this.addressCache.set(id, record);
     return record;
   }
 
   async getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null> {
-    const row = read(() => this.sql.addressBySlug.get({ slug, now }));
-    return row ? toAddress(row) : null;
+    return read(() => this.reads.addresses.bySlug(slug, now));
   }
 
   async deleteAddress(id: string): Promise<boolean> {
@@ -343,7 +256,7 @@ export class SqliteStorage implements Storage {
     return this.forgetAround(id, this.call('replaceReadToken', id, digest, now));
   }
 
-  replaceIngressSecret(id: string, digest: string, previousUntil: number | null, now: number) {
+  replaceIngressSecret({ id, digest, previousUntil, now }: ReplaceIngressSecretParams) {
     return this.forgetAround(id, this.call('replaceIngressSecret', id, digest, previousUntil, now));
   }
 
@@ -353,8 +266,7 @@ export class SqliteStorage implements Storage {
   }
 
   async getSender(addressId: string): Promise<SenderRecord | null> {
-    const row = read(() => this.sql.sender.get(addressId));
-    return row ? toSender(row) : null;
+    return read(() => this.reads.senders.get(addressId));
   }
 
   deleteSender(addressId: string): Promise<boolean> {
@@ -366,19 +278,18 @@ export class SqliteStorage implements Storage {
   }
 
   async listViewTokens(addressId: string, now: number): Promise<ViewTokenRecord[]> {
-    return this.sql.viewTokens.all(addressId, now).map(toViewToken);
+    return read(() => this.reads.viewTokens.list(addressId, now));
   }
 
   async findViewToken(addressId: string, digest: string, now: number): Promise<ViewTokenRecord | null> {
-    const row = this.sql.viewToken.get(addressId, digest, now);
-    return row ? toViewToken(row) : null;
+    return read(() => this.reads.viewTokens.find(addressId, digest, now));
   }
 
   async deleteViewToken(addressId: string, tokenId: string): Promise<boolean> {
     return this.call('deleteViewToken', addressId, tokenId);
   }
 
-  appendEvent(input: AppendInput, capacity: number, maxBytes = 0): Promise<AppendResult> {
+  appendEvent({ event: input, capacity, maxBytes = 0 }: AppendParams): Promise<AppendResult> {
     if (this.closing) return Promise.reject(new Error('storage is closed'));
     return new Promise((resolve, reject) => {
       this.outbox.push({ input, id: input.id ?? newEventId(input.createdAt), capacity, maxBytes, resolve, reject });
@@ -411,23 +322,11 @@ export class SqliteStorage implements Storage {
   }
 
   async hasRoom(addressId: string, capacity: number): Promise<boolean> {
-    return read(
-      () => this.sql.countEvents.get(addressId)!.n < capacity || this.sql.anyAcknowledged.get(addressId) !== undefined,
-    );
+    return read(() => this.reads.events.hasRoom(addressId, capacity));
   }
 
-  async listEvents(
-    addressId: string,
-    after: number,
-    limit: number,
-    maxBytes = Number.MAX_SAFE_INTEGER,
-    unacknowledgedOnly = false,
-  ): Promise<EventPageRecord> {
-    const page = unacknowledgedOnly ? this.sql.unacknowledgedPage : this.sql.page;
-    const rows = read(() => page.all(addressId, after, limit + 1, addressId, addressId, limit, maxBytes));
-    if (rows.length === 0)
-      return { events: [], hasMore: false, latestSequence: read(() => this.sql.latestSequence.get(addressId)) ?? 0 };
-    return { events: rows.map(pageRowToEvent), hasMore: rows[0][10] > rows.length, latestSequence: rows[0][11] };
+  async listEvents(params: ListEventsParams): Promise<EventPageRecord> {
+    return read(() => this.reads.events.list(params));
   }
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
@@ -439,7 +338,7 @@ export class SqliteStorage implements Storage {
   }
 
   async getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null> {
-    return this.sql.emailPart(addressId, eventId, part);
+    return read(() => this.reads.emailPart(addressId, eventId, part));
   }
 
   /**
@@ -457,13 +356,13 @@ export class SqliteStorage implements Storage {
     }
   }
 
-  async takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult> {
+  async takeToken({ key, limit, periodMs, now }: TakeTokenParams): Promise<TokenBucketResult> {
     return this.call('takeToken', key, limit, periodMs, now);
   }
 
   async ping(): Promise<void> {
     if (this.writerFailure) throw this.writerFailure;
-    this.sql.ping.get();
+    read(() => this.reads.ping.get());
   }
 
   /** Commits what is pending, stops the writer thread and closes both connections. */

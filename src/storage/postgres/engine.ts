@@ -1,0 +1,223 @@
+// The shared engine: PostgreSQL through node-postgres, for any number of Roost instances
+// on one database. Every rule that concurrency could break is settled inside PostgreSQL:
+// appends lock their address row (events-append.ts), the create rate-limit bucket is a row
+// taken under its lock (rate-buckets.ts), purges run on one instance at a time (purge.ts).
+// Commits are announced with NOTIFY; each instance keeps one LISTEN connection, outside
+// the pool (listener.ts), that feeds onExternalChange so that polls held anywhere wake.
+// This class only puts the entity modules together; the plumbing is connection.ts and
+// the schema migrations.ts.
+import type { Logger } from 'pino';
+import type {
+  AddressChanges,
+  AddressRecord,
+  AppendParams,
+  AppendResult,
+  EmailPart,
+  EventPageRecord,
+  EventRecord,
+  ListEventsParams,
+  PurgeResult,
+  ReplaceIngressSecretParams,
+  SenderRecord,
+  Storage,
+  TakeTokenParams,
+  TokenBucketResult,
+  ViewTokenRecord,
+} from '../storage.js';
+import { PgConnection, type PostgresOptions } from './connection.js';
+import { databaseUnavailable } from './errors.js';
+import { WakeListener, type ListenerHeartbeat } from './listener.js';
+import { PgAddresses } from './addresses.js';
+import { PgViewTokens } from './credentials.js';
+import { PgSenders } from './senders.js';
+import { PgAppends } from './events-append.js';
+import { PgEventReads } from './events-read.js';
+import { getEmailPart } from './email-parts.js';
+import { purge } from './purge.js';
+import { PgRateBuckets } from './rate-buckets.js';
+
+export type { ListenerHeartbeat } from './listener.js';
+export { ADVISORY_LOCKS, type PostgresOptions } from './connection.js';
+
+export class PostgresStorage implements Storage {
+  readonly engine = 'postgres' as const;
+  readonly description: string;
+  private readonly db: PgConnection;
+  private readonly listener: WakeListener;
+  private readonly changeListeners = new Set<(addressId: string) => void>();
+  private closing: Promise<void> | undefined;
+  private readonly addresses: PgAddresses;
+  private readonly viewTokens: PgViewTokens;
+  private readonly senders: PgSenders;
+  private readonly appends: PgAppends;
+  private readonly events: PgEventReads;
+  private readonly buckets: PgRateBuckets;
+
+  /**
+   * Connects, migrates (safely when several instances start together) and starts listening.
+   * `options.listenerHeartbeat` is for tests, which cannot wait 30 s.
+   */
+  static async open(
+    config: PostgresOptions,
+    logger?: Logger,
+    options: { listenerHeartbeat?: ListenerHeartbeat } = {},
+  ): Promise<PostgresStorage> {
+    const storage = new PostgresStorage(config, logger, options.listenerHeartbeat);
+    try {
+      await storage.db.migrate();
+      await storage.listener.start();
+    } catch (error) {
+      await storage.close();
+      // At start the operator needs the real cause, not the 503 a request would get.
+      const reason = (error as { cause?: unknown }).cause ?? error;
+      throw new Error(
+        `Cannot open PostgreSQL at ${storage.description}: ${reason instanceof Error ? reason.message : String(reason)}`,
+        { cause: error },
+      );
+    }
+    return storage;
+  }
+
+  private constructor(config: PostgresOptions, logger?: Logger, listenerHeartbeat?: ListenerHeartbeat) {
+    this.db = new PgConnection(config, logger);
+    this.description = this.db.description;
+    // Appends, and address look-ups, that arrive together go as one statement. One waits
+    // for a batch to take it no longer than for a pooled connection (pgConnectTimeoutMs):
+    // then it is `unavailable`, as it would be in a full pool.
+    const waitLimits = {
+      maxWaitMs: config.pgConnectTimeoutMs,
+      expire: (item: { reject: (error: unknown) => void }) =>
+        item.reject(databaseUnavailable(new Error('no database connection became free in time'))),
+    };
+    this.addresses = new PgAddresses(this.db, waitLimits);
+    this.viewTokens = new PgViewTokens(this.db);
+    this.senders = new PgSenders(this.db);
+    this.appends = new PgAppends(this.db, waitLimits, logger);
+    this.events = new PgEventReads(this.db);
+    this.buckets = new PgRateBuckets(this.db);
+    this.listener = new WakeListener(
+      { ...this.db.connection, query_timeout: config.pgConnectTimeoutMs },
+      (addressId) => {
+        for (const listener of this.changeListeners) listener(addressId);
+      },
+      logger,
+      listenerHeartbeat,
+    );
+  }
+
+  insertAddress(address: AddressRecord): Promise<'ok' | 'slug_taken'> {
+    return this.addresses.insert(address);
+  }
+
+  /** Batched (every delivery asks, just before its append): one statement for those that arrive together. */
+  getAddress(id: string, now: number): Promise<AddressRecord | null> {
+    return this.addresses.get(id, now);
+  }
+
+  getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null> {
+    return this.addresses.bySlug(slug, now);
+  }
+
+  deleteAddress(id: string): Promise<boolean> {
+    return this.addresses.delete(id);
+  }
+
+  updateAddress(id: string, changes: AddressChanges, now: number): Promise<AddressRecord | null> {
+    return this.addresses.update(id, changes, now);
+  }
+
+  replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null> {
+    return this.addresses.replaceReadToken(id, digest, now);
+  }
+
+  replaceIngressSecret({ id, digest, previousUntil, now }: ReplaceIngressSecretParams) {
+    return this.addresses.replaceIngressSecret(id, digest, previousUntil, now);
+  }
+
+  putSender(sender: SenderRecord, now: number): Promise<boolean> {
+    return this.senders.put(sender, now);
+  }
+
+  getSender(addressId: string): Promise<SenderRecord | null> {
+    return this.senders.get(addressId);
+  }
+
+  deleteSender(addressId: string): Promise<boolean> {
+    return this.senders.delete(addressId);
+  }
+
+  insertViewToken(token: ViewTokenRecord, max: number, now: number): Promise<'ok' | 'limit' | 'address_not_found'> {
+    return this.viewTokens.insert(token, max, now);
+  }
+
+  listViewTokens(addressId: string, now: number): Promise<ViewTokenRecord[]> {
+    return this.viewTokens.list(addressId, now);
+  }
+
+  findViewToken(addressId: string, digest: string, now: number): Promise<ViewTokenRecord | null> {
+    return this.viewTokens.find(addressId, digest, now);
+  }
+
+  deleteViewToken(addressId: string, tokenId: string): Promise<boolean> {
+    return this.viewTokens.delete(addressId, tokenId);
+  }
+
+  appendEvent(params: AppendParams): Promise<AppendResult> {
+    return this.appends.append(params);
+  }
+
+  hasRoom(addressId: string, capacity: number): Promise<boolean> {
+    return this.events.hasRoom(addressId, capacity);
+  }
+
+  listEvents(params: ListEventsParams): Promise<EventPageRecord> {
+    return this.events.list(params);
+  }
+
+  ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
+    return this.events.ack(addressId, eventId, now);
+  }
+
+  ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
+    return this.events.ackUpTo(addressId, upTo, now);
+  }
+
+  getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null> {
+    return getEmailPart(this.db, addressId, eventId, part);
+  }
+
+  purge(now: number, retainAfter: number): Promise<PurgeResult> {
+    return purge(this.db, now, retainAfter);
+  }
+
+  takeToken({ key, limit, periodMs, now }: TakeTokenParams): Promise<TokenBucketResult> {
+    return this.buckets.take(key, limit, periodMs, now);
+  }
+
+  onExternalChange(listener: (addressId: string) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  /** The LISTEN connection's backend pid (tests terminate it to prove the reconnect). */
+  listenerBackendPid(): Promise<number | undefined> {
+    return this.listener.backendPid();
+  }
+
+  get listening(): boolean {
+    return this.listener.connected;
+  }
+
+  async ping(): Promise<void> {
+    await this.db.query('SELECT 1');
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.appends.close(); // the last appends' wake-ups still go out
+      await this.listener.stop();
+      await this.db.end();
+    })();
+    return this.closing;
+  }
+}

@@ -1,0 +1,390 @@
+// Appending events on PostgreSQL. The append transaction locks the address row by bumping
+// `last_sequence`, so appends to one address queue behind each other across instances:
+// gapless sequences, one winner per idempotency key (a unique index backs it up), and the
+// append policy (append-policy.ts) applied to a state no one else changes meanwhile.
+// Appends that arrive together go as one statement (batches.ts); what it cannot decide
+// alone runs through the full transaction. A committed append is announced with
+// `NOTIFY roost_wake, '<addressId>'` right after its commit, batched per turn of the event
+// loop — not inside the append's transaction, where a NOTIFY's database-wide lock would
+// make every commit, and its WAL flush, wait for the one before.
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { fitsAsIs, fitsAsIsSql, makeRoom, type Evictable, type RoomDecision } from '../append-policy.js';
+import { Batches } from '../batches.js';
+import { newEventId } from '../event-ids.js';
+import { EVENTS, insertedEvent, pgArrays, placeholders, type Column } from '../tables.js';
+import { eventSize, type AppendInput, type AppendParams, type AppendResult } from '../storage.js';
+import { namedStatements, statement, type Outcome, type PgConnection } from './connection.js';
+import { isUnavailableFailure, isUniqueViolation, storageError } from './errors.js';
+import { insertParts } from './email-parts.js';
+import { LIVE } from './addresses.js';
+import { WAKE_CHANNEL } from './listener.js';
+
+/**
+ * Append batches run two at a time, each on its own pooled connection: one travels and is
+ * executed while the other waits for its WAL flush. One statement holds at most 500 events
+ * or 8 MiB, so that a burst of large deliveries is split.
+ */
+const APPEND_BATCHES = { inFlight: 2, maxItems: 500, maxWeight: 8 * 1024 * 1024 } as const;
+/** Acknowledged events read first when an append must make room; all of them if those are not enough. */
+const FIRST_EVICTABLE = 8;
+
+/** The batch statement's input: each event column, then what the statement decides by. */
+const BATCH_INPUT: ReadonlyArray<Column<unknown>> = [
+  ...EVENTS.columns,
+  { name: 'size_bytes', pgType: 'bigint', decode: Number },
+  { name: 'capacity', pgType: 'bigint', decode: Number },
+  { name: 'max_bytes', pgType: 'bigint', decode: Number },
+  { name: 'key_scope', pgType: 'text', decode: String },
+];
+const ADDRESS_IDS = `$${EVENTS.names.indexOf('address_id') + 1}::text[]`;
+
+const SQL = namedStatements('append', {
+  // Every append that arrives while the previous batches run, in one statement (one round
+  // trip, one transaction, one WAL flush). `locked` takes the addresses' row locks in id
+  // order, so that batches on any number of instances cannot deadlock one another. Each
+  // address's events are then numbered in arrival order (the input's ordinality) after the
+  // highest sequence it has handed out. An event goes in while it fits as the queue stands
+  // (append-policy.ts fitsAsIs, counting every sequence handed out as held), and only while
+  // every earlier one of its address went in too (`fits`, a prefix). Left out, for the
+  // full transaction to decide one at a time: an address that is unknown, deleted or
+  // expired at the delivery's time, a key the address already holds, anything that needs
+  // an eviction. The NOT EXISTS reads the statement's snapshot, which may predate a racing
+  // append of the same key that committed while this one waited for a lock: then the key's
+  // unique index refuses the INSERT, the statement rolls back whole, and every append of
+  // the batch runs on its own. The caller sends at most one append per (address, key):
+  // repeats inside a batch wait for the first.
+  batch: `
+    WITH input AS (
+      SELECT * FROM unnest(${pgArrays(BATCH_INPUT)})
+        WITH ORDINALITY AS t(${BATCH_INPUT.map((column) => column.name).join(', ')}, n)
+    ),
+    locked AS MATERIALIZED (
+      SELECT id, last_sequence, stored_bytes, expires_at FROM addresses
+      WHERE id = ANY(${ADDRESS_IDS}) ORDER BY id FOR UPDATE
+    ),
+    candidates AS (
+      SELECT i.*, l.last_sequence, l.stored_bytes,
+             row_number() OVER w AS k, sum(i.size_bytes) OVER w AS bytes_so_far
+      FROM input i JOIN locked l ON l.id = i.address_id
+      WHERE (l.expires_at IS NULL OR l.expires_at > i.created_at)
+        AND (i.dedupe_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM events e
+          WHERE e.address_id = i.address_id AND e.key_scope = i.key_scope AND e.dedupe_key = i.dedupe_key))
+      WINDOW w AS (PARTITION BY i.address_id ORDER BY i.n ROWS UNBOUNDED PRECEDING)
+    ),
+    accepted AS (
+      SELECT * FROM (
+        SELECT c.*, bool_and(${fitsAsIsSql({
+          held: 'c.last_sequence + c.k - 1',
+          heldBytes: 'c.stored_bytes + c.bytes_so_far - c.size_bytes',
+          size: 'c.size_bytes',
+          capacity: 'c.capacity',
+          maxBytes: 'c.max_bytes',
+        })}) OVER (PARTITION BY c.address_id ORDER BY c.n ROWS UNBOUNDED PRECEDING) AS fits
+        FROM candidates c
+      ) AS checked
+      WHERE fits
+    ),
+    bumped AS (
+      UPDATE addresses a SET last_sequence = a.last_sequence + per.events, stored_bytes = a.stored_bytes + per.bytes
+      FROM (SELECT address_id, count(*) AS events, sum(size_bytes) AS bytes FROM accepted GROUP BY address_id) AS per
+      WHERE a.id = per.address_id
+    ),
+    inserted AS (
+      INSERT INTO events (${EVENTS.list}, size_bytes, key_scope)
+      SELECT ${EVENTS.names.map((column) => (column === 'sequence' ? 'last_sequence + k' : column)).join(', ')},
+             size_bytes, key_scope
+      FROM accepted
+      RETURNING id, sequence
+    )
+    SELECT id, sequence FROM inserted`,
+
+  // The full append transaction, in order. The UPDATE takes the address row lock (held until
+  // COMMIT) and hands out the next sequence; it finds no row when the address is unknown,
+  // deleted or expired at the delivery's time.
+  bumpSequence: `
+    UPDATE addresses SET last_sequence = last_sequence + 1
+    WHERE id = $1 AND ${LIVE}
+    RETURNING last_sequence, stored_bytes`,
+  lockLiveAddress: `SELECT id FROM addresses WHERE id = $1 AND ${LIVE} FOR UPDATE`,
+  // Runs after the lock, so it sees every append to this address that committed before.
+  // A key is matched only among events of its scope (docs/api.md §3).
+  eventByKey: `SELECT ${EVENTS.list} FROM events WHERE address_id = $1 AND key_scope = $3 AND dedupe_key = $2`,
+  count: 'SELECT count(*)::int AS held FROM events WHERE address_id = $1',
+  // Oldest first, with their sizes: what may make room.
+  acknowledged: `
+    SELECT id, size_bytes FROM events WHERE address_id = $1 AND acknowledged_at IS NOT NULL
+    ORDER BY sequence LIMIT $2`,
+  evict: 'DELETE FROM events WHERE id = ANY($1::text[])',
+  addBytes: 'UPDATE addresses SET stored_bytes = stored_bytes + $2 WHERE id = $1',
+  insert: `INSERT INTO events (${EVENTS.list}, size_bytes, key_scope) VALUES (${placeholders('postgres', EVENTS.names.length + 2)})`,
+  // The wake-ups of the appends committed in one turn of the event loop, sent after their
+  // commits in a transaction of their own.
+  announce: `SELECT pg_notify('${WAKE_CHANNEL}', id) FROM unnest($1::text[]) AS id`,
+});
+
+/** One append, with its event's id and size. */
+interface Append {
+  input: AppendInput;
+  eventId: string;
+  size: number;
+  capacity: number;
+  maxBytes: number;
+}
+
+/** An append waiting for its batch, with what its caller awaits. */
+interface QueuedAppend extends Append {
+  resolve: (result: AppendResult) => void;
+  reject: (error: unknown) => void;
+}
+
+export class PgAppends {
+  private readonly batches: Batches<QueuedAppend>;
+  /** Addresses with an append committed in this turn, to be announced to other instances. */
+  private toAnnounce = new Set<string>();
+  private announcing: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    private readonly db: PgConnection,
+    waitLimits: { maxWaitMs: number; expire: (item: { reject: (error: unknown) => void }) => void },
+    private readonly logger?: Logger,
+  ) {
+    this.batches = new Batches<QueuedAppend>((batch) => this.appendBatch(batch), {
+      ...APPEND_BATCHES,
+      weight: (append) => append.size,
+      ...waitLimits,
+    });
+  }
+
+  /** Each promise resolves only after the COMMIT of the statement or transaction that stored its event. */
+  append({ event: input, capacity, maxBytes = 0 }: AppendParams): Promise<AppendResult> {
+    // Time-led (newEventId): the primary key's index grows at its end.
+    const append: Append = {
+      input,
+      eventId: input.id ?? newEventId(input.createdAt),
+      size: eventSize(input),
+      capacity,
+      maxBytes,
+    };
+    // An email goes in a transaction of its own with its parts, whose bytes travel there as
+    // binary parameters; in the batch's statement they would be bytea[] text, twice as
+    // large, and up to megabytes of them would hold up every append sent with them.
+    if (input.parts) return this.appendAlone(append);
+    return new Promise<AppendResult>((resolve, reject) => this.batches.add({ ...append, resolve, reject }));
+  }
+
+  /**
+   * One batch: its appends in one statement, except a repeat of a key that an earlier
+   * append of the same batch carries (it waits for that one: docs/api.md §3, the first
+   * event wins). What the statement left out runs through the full transaction, one append
+   * at a time, after the batch has committed.
+   */
+  private async appendBatch(batch: QueuedAppend[]): Promise<void> {
+    const first = new Map<string, QueuedAppend>();
+    const sent: QueuedAppend[] = [];
+    const repeats: Array<{ append: QueuedAppend; of: QueuedAppend }> = [];
+    for (const append of batch) {
+      const { addressId, dedupeKey, keyScope } = append.input;
+      if (dedupeKey !== null) {
+        // Keys are matched within their scope (docs/api.md §3.4): the same text from an
+        // email and from HTTP names two deliveries.
+        const key = `${addressId}\u0000${keyScope}\u0000${dedupeKey}`;
+        const earlier = first.get(key);
+        if (earlier) {
+          repeats.push({ append, of: earlier });
+          continue;
+        }
+        first.set(key, append);
+      }
+      sent.push(append);
+    }
+    const outcomes = new Map<QueuedAppend, Promise<AppendResult>>();
+    let stored = new Map<string, number>();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        stored = await this.insertBatch(sent);
+        break;
+      } catch (error) {
+        // Away or overloaded: every append of the batch would fail alike.
+        if (isUnavailableFailure(error)) {
+          const failure = storageError(error);
+          for (const append of batch) append.reject(failure);
+          return;
+        }
+        // A key that a racing batch committed after this statement's snapshot: the next
+        // try sees it, and leaves that append to the full transaction (a duplicate).
+        if (attempt < 3 && isUniqueViolation(error, 'events_by_dedupe_key')) continue;
+        // Anything else (a value the database refuses) is settled per append, so that
+        // one bad append fails only itself.
+        break;
+      }
+    }
+    for (const append of sent) {
+      const sequence = stored.get(append.eventId);
+      const outcome =
+        sequence === undefined
+          ? this.appendAlone(append)
+          : Promise.resolve<AppendResult>({
+              status: 'created',
+              event: insertedEvent(append.input, append.eventId, sequence),
+            });
+      outcomes.set(append, outcome);
+    }
+    if (stored.size > 0)
+      for (const append of sent) if (stored.has(append.eventId)) this.announce(append.input.addressId);
+    for (const { append, of } of repeats) {
+      const outcome = outcomes.get(of)!.then(
+        (result) =>
+          result.status === 'created' || result.status === 'duplicate'
+            ? { status: 'duplicate' as const, event: result.event }
+            : this.appendAlone(append),
+        () => this.appendAlone(append),
+      );
+      outcomes.set(append, outcome);
+    }
+    for (const append of batch) outcomes.get(append)!.then(append.resolve, append.reject);
+  }
+
+  /** The batch statement: the sequence of each event it stored, by event id. */
+  private async insertBatch(appends: QueuedAppend[]): Promise<Map<string, number>> {
+    const columns: unknown[][] = BATCH_INPUT.map(() => []);
+    for (const { input, eventId, size, capacity, maxBytes } of appends) {
+      const values = EVENTS.values(insertedEvent(input, eventId, 0), 'postgres');
+      values.push(size, capacity, maxBytes, input.keyScope);
+      for (let i = 0; i < values.length; i++) columns[i].push(values[i]);
+    }
+    const { rows } = await this.db.queryAsIs<{ id: string; sequence: number }>(SQL.batch, columns);
+    const stored = new Map<string, number>();
+    for (const row of rows) stored.set(row.id, row.sequence);
+    return stored;
+  }
+
+  /** The full transaction for one append: it tells every case apart (full, duplicate, gone). */
+  private async appendAlone(append: Append): Promise<AppendResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await this.db.transaction((db) => this.appendTransaction(db, append));
+        if (result.status === 'created') this.announce(append.input.addressId);
+        return result;
+      } catch (error) {
+        // The row lock already serialises appends to one address, so the key's unique
+        // index should never fire; if it does, the other writer won: run again to return
+        // its event as the duplicate (docs/api.md §3: exactly one 202 per key).
+        if (attempt < 3 && isUniqueViolation(error, 'events_by_dedupe_key')) continue;
+        throw error;
+      }
+    }
+  }
+
+  private async appendTransaction(
+    db: pg.PoolClient,
+    { input, eventId, capacity, maxBytes, size }: Append,
+  ): Promise<Outcome<AppendResult>> {
+    const { parts } = input;
+    if (parts && input.dedupeKey !== null) {
+      // A repeat of an email commits the parts its event may lack (one stored by a version
+      // that wrote them apart), so its key is looked up under the address row lock before
+      // a sequence is handed out: a repeat must not use one up.
+      const live = await db.query(statement(SQL.lockLiveAddress, [input.addressId, input.createdAt]));
+      if (live.rowCount === 0) return { rollback: { status: 'address_not_found' } };
+      const held = await db.query<{ id: string }>(
+        statement(SQL.eventByKey, [input.addressId, input.dedupeKey, input.keyScope]),
+      );
+      if (held.rows[0]) {
+        await insertParts(db, held.rows[0].id, parts);
+        return { commit: { status: 'duplicate', event: EVENTS.fromRow(held.rows[0]) } };
+      }
+    }
+    const bumped = await db.query<{ last_sequence: number; stored_bytes: string }>(
+      statement(SQL.bumpSequence, [input.addressId, input.createdAt]),
+    );
+    if (bumped.rows.length === 0) return { rollback: { status: 'address_not_found' } };
+    const sequence = bumped.rows[0].last_sequence;
+    if (input.dedupeKey !== null && !parts) {
+      const held = await db.query<{ id: string }>(
+        statement(SQL.eventByKey, [input.addressId, input.dedupeKey, input.keyScope]),
+      );
+      // Roll back: the repeat must not use up a sequence number.
+      if (held.rows[0]) return { rollback: { status: 'duplicate', event: EVENTS.fromRow(held.rows[0]) } };
+    }
+    const room = await this.makeRoom(db, input.addressId, sequence, Number(bumped.rows[0].stored_bytes), size, {
+      capacity,
+      maxBytes,
+    });
+    if (room.status !== 'room') return { rollback: room };
+    if (room.evict.length > 0) await db.query(statement(SQL.evict, [room.evict]));
+    const freed = room.freed;
+    await db.query(statement(SQL.addBytes, [input.addressId, size - freed]));
+    const event = insertedEvent(input, eventId, sequence);
+    await db.query(statement(SQL.insert, [...EVENTS.values(event, 'postgres'), size, input.keyScope]));
+    if (parts) await insertParts(db, eventId, parts);
+    return { commit: { status: 'created', event } };
+  }
+
+  /** The append policy on this address's queue, read under its row lock; `freed`: the bytes evicted. */
+  private async makeRoom(
+    db: pg.PoolClient,
+    addressId: string,
+    sequence: number,
+    heldBytes: number,
+    size: number,
+    bounds: { capacity: number; maxBytes: number },
+  ): Promise<Exclude<RoomDecision<string>, { status: 'room' }> | { status: 'room'; evict: string[]; freed: number }> {
+    // An address holds at most as many events as sequences it handed out before this one,
+    // so while those are below capacity there is nothing to count.
+    let held = sequence - 1;
+    if (held >= bounds.capacity) {
+      const { rows } = await db.query<{ held: number }>(statement(SQL.count, [addressId]));
+      held = rows[0].held;
+    }
+    const queue = { held, heldBytes };
+    if (fitsAsIs(queue, size, bounds)) return { status: 'room', evict: [], freed: 0 };
+    for (const limit of [FIRST_EVICTABLE, null]) {
+      const { rows } = await db.query<{ id: string; size_bytes: string }>(
+        statement(SQL.acknowledged, [addressId, limit]),
+      );
+      const evictable: Array<Evictable<string>> = rows.map((row) => ({ key: row.id, size: Number(row.size_bytes) }));
+      const decision = makeRoom(queue, size, bounds, () => evictable);
+      if (decision.status === 'room') {
+        const freed = evictable.slice(0, decision.evict.length).reduce((sum, evicted) => sum + evicted.size, 0);
+        return { ...decision, freed };
+      }
+      if (limit === null || rows.length < limit) return decision;
+    }
+    throw new Error('unreachable: the last read has no limit');
+  }
+
+  /**
+   * Tells the other instances that `addressId` has a new event, once its append has
+   * committed. The wake-ups of one turn go out in one statement. A wake-up carries no data
+   * and a lost one costs latency, never correctness: should this one fail (or the process
+   * die first), polls held elsewhere answer at their timeout and find the event then.
+   */
+  private announce(addressId: string): void {
+    if (this.toAnnounce.size === 0) setImmediate(() => this.sendAnnouncements());
+    this.toAnnounce.add(addressId);
+  }
+
+  private sendAnnouncements(): void {
+    const ids = [...this.toAnnounce];
+    this.toAnnounce.clear();
+    if (ids.length === 0 || this.closed) return;
+    this.announcing = this.db.query(SQL.announce, [ids]).then(
+      () => undefined,
+      (error) =>
+        this.logger?.warn(
+          { err: error, addresses: ids.length },
+          'could not announce new events to other instances; their polls answer at their timeout',
+        ),
+    );
+  }
+
+  /** Sends the last appends' wake-ups; resolves once they are out. */
+  close(): Promise<void> {
+    this.sendAnnouncements();
+    this.closed = true;
+    return this.announcing;
+  }
+}

@@ -1,0 +1,60 @@
+// Reading and acknowledging events on PostgreSQL: the page (page-query.ts, one statement
+// per combination of filters, each named on first use), whether a queue has room, acks.
+import { latestSequenceQuery, pageFromRows, pageQuery, type PageDialect } from '../page-query.js';
+import { EVENTS } from '../tables.js';
+import type { EventPageRecord, EventRecord, ListEventsParams } from '../storage.js';
+import { nameBuiltStatement, namedStatements, type PgConnection } from './connection.js';
+
+const DIALECT: PageDialect = {
+  placeholder: (n) => `$${n}`,
+  ofAddress: (id) => `address_id = ${id}`,
+  // last_sequence is bumped under the row lock by every append (events-append.ts).
+  latestSequence: (id) => `(SELECT last_sequence FROM addresses WHERE id = ${id})`,
+  count: (expression) => `${expression}::int`,
+};
+
+const SQL = namedStatements('events', {
+  hasRoom: `
+    SELECT count(*) < $2 OR EXISTS (
+      SELECT 1 FROM events WHERE address_id = $1 AND acknowledged_at IS NOT NULL
+    ) AS room
+    FROM events WHERE address_id = $1`,
+  // COALESCE keeps the first acknowledged_at (docs/api.md §4: acknowledging again is a no-op).
+  ack: `
+    UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $3)
+    WHERE id = $2 AND address_id = $1
+    RETURNING ${EVENTS.list}`,
+  ackUpTo:
+    'UPDATE events SET acknowledged_at = $3 WHERE address_id = $1 AND sequence <= $2 AND acknowledged_at IS NULL',
+});
+
+export class PgEventReads {
+  constructor(private readonly db: PgConnection) {}
+
+  async list(params: ListEventsParams): Promise<EventPageRecord> {
+    const page = pageQuery(DIALECT, params);
+    nameBuiltStatement('page', page.text);
+    const { rows } = await this.db.query<{ candidates: number; latest: number }>(page.text, page.values);
+    const found = pageFromRows(rows);
+    if (found) return found;
+    const latest = latestSequenceQuery(DIALECT, params.addressId);
+    nameBuiltStatement('latest', latest.text);
+    const result = await this.db.query<{ latest: number | null }>(latest.text, latest.values);
+    return { events: [], hasMore: false, latestSequence: result.rows[0]?.latest ?? 0 };
+  }
+
+  async hasRoom(addressId: string, capacity: number): Promise<boolean> {
+    const { rows } = await this.db.query<{ room: boolean }>(SQL.hasRoom, [addressId, capacity]);
+    return rows[0].room;
+  }
+
+  async ack(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
+    const { rows } = await this.db.query(SQL.ack, [addressId, eventId, now]);
+    return rows[0] ? EVENTS.fromRow(rows[0]) : null;
+  }
+
+  async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
+    const { rowCount } = await this.db.query(SQL.ackUpTo, [addressId, upTo, now]);
+    return rowCount ?? 0;
+  }
+}

@@ -1,0 +1,65 @@
+// Reading events on SQLite, on the event loop's connection: the page (page-query.ts; one
+// prepared statement per combination of filters, prepared on first use) and whether a
+// queue has room.
+import type Database from 'better-sqlite3';
+import { latestSequenceQuery, pageFromArrays, pageQuery, type PageDialect } from '../page-query.js';
+import type { EventPageRecord, ListEventsParams } from '../storage.js';
+import { KEY_OF_ID } from './migrations.js';
+
+const DIALECT: PageDialect = {
+  placeholder: () => '?',
+  ofAddress: (id) => `address_key = (SELECT key FROM addresses WHERE id = ${id})`,
+  // Its newest event's sequence, or the floor that remembers removed ones (migration 2),
+  // whichever is higher.
+  latestSequence: (id) =>
+    `(SELECT max(last_sequence, coalesce((SELECT MAX(sequence) FROM events WHERE address_key = addresses.key), 0))
+      FROM addresses WHERE id = ${id})`,
+  count: (expression) => expression,
+};
+
+/** Prepared page statements kept, one per distinct text (a combination of filters). */
+const PAGE_STATEMENTS = 64;
+
+export class EventReads {
+  private readonly sql;
+  private readonly pages = new Map<string, Database.Statement<unknown[], unknown[]>>();
+
+  constructor(private readonly db: Database.Database) {
+    const latest = latestSequenceQuery(DIALECT, '');
+    this.sql = {
+      countEvents: db.prepare<[string], { n: number }>(
+        `SELECT COUNT(*) AS n FROM events WHERE address_key = ${KEY_OF_ID}`,
+      ),
+      anyAcknowledged: db.prepare<[string], { one: number }>(
+        `SELECT 1 AS one FROM events WHERE address_key = ${KEY_OF_ID} AND acknowledged_at IS NOT NULL LIMIT 1`,
+      ),
+      latest: db.prepare<[string], number | null>(latest.text).pluck(),
+    };
+  }
+
+  /**
+   * Rows are read as arrays (raw mode), in the page query's column order: better-sqlite3
+   * builds an array per row more cheaply than an object.
+   */
+  list(params: ListEventsParams): EventPageRecord {
+    const page = pageQuery(DIALECT, params);
+    let statement = this.pages.get(page.text);
+    if (!statement) {
+      if (this.pages.size >= PAGE_STATEMENTS) this.pages.delete(this.pages.keys().next().value!);
+      statement = this.db.prepare<unknown[], unknown[]>(page.text).raw(true);
+      this.pages.set(page.text, statement);
+    }
+    return (
+      pageFromArrays(statement.all(...page.values)) ?? {
+        events: [],
+        hasMore: false,
+        latestSequence: this.sql.latest.get(params.addressId) ?? 0,
+      }
+    );
+  }
+
+  /** Whether one more event could be accepted now (not full of unacknowledged events). */
+  hasRoom(addressId: string, capacity: number): boolean {
+    return this.sql.countEvents.get(addressId)!.n < capacity || this.sql.anyAcknowledged.get(addressId) !== undefined;
+  }
+}

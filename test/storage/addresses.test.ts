@@ -1,0 +1,174 @@
+// Addresses, their credentials, view tokens and senders at the Storage interface of every
+// engine: the same calls give the same records and outcomes on each.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { SenderRecord, Storage, ViewTokenRecord } from '../../src/storage/storage.js';
+import { forEachStorage } from '../helpers/storage.js';
+import { addressRecord, appendInput } from '../helpers/records.js';
+
+const HOUR = 3_600_000;
+
+async function stored(storage: Storage, overrides: Parameters<typeof addressRecord>[0] = {}) {
+  const address = addressRecord(overrides);
+  assert.equal(await storage.insertAddress(address), 'ok');
+  return address;
+}
+
+function viewToken(addressId: string, overrides: Partial<ViewTokenRecord> = {}): ViewTokenRecord {
+  return {
+    id: `vt_${Math.random().toString(36).slice(2)}`,
+    addressId,
+    tokenDigest: Math.random().toString(16).slice(2).padEnd(64, '0'),
+    label: null,
+    createdAt: Date.now(),
+    expiresAt: null,
+    ...overrides,
+  };
+}
+
+function sender(addressId: string, overrides: Partial<SenderRecord> = {}): SenderRecord {
+  return {
+    addressId,
+    provider: 'github',
+    enforce: true,
+    toleranceSeconds: 300,
+    secretCount: 1,
+    sealedSecrets: 'sealed:abc',
+    sealedVerifyToken: null,
+    optionsJson: null,
+    updatedAt: Date.now(),
+    ...overrides,
+  };
+}
+
+await forEachStorage('addresses', (storage) => {
+  test('insert, then read by id and by slug: the record as it was given', async () => {
+    const address = await stored(storage(), { taskId: 'task-1', expiresAt: Date.now() + HOUR });
+    assert.deepEqual(await storage().getAddress(address.id, Date.now()), address);
+    assert.deepEqual(await storage().getAddressBySlug(address.slug, Date.now()), address);
+    assert.equal(await storage().getAddress('addr_unknown', Date.now()), null);
+    assert.equal(await storage().getAddressBySlug('no-such-slug', Date.now()), null);
+  });
+
+  test('a slug already taken is reported, not thrown', async () => {
+    const address = await stored(storage());
+    assert.equal(await storage().insertAddress(addressRecord({ slug: address.slug })), 'slug_taken');
+  });
+
+  test('an expired address is not found by id or slug, and cannot be changed', async () => {
+    const now = Date.now();
+    const address = await stored(storage(), { expiresAt: now + 1000 });
+    assert.equal(await storage().getAddress(address.id, now + 1000), null);
+    assert.equal(await storage().getAddressBySlug(address.slug, now + 1000), null);
+    assert.equal(await storage().updateAddress(address.id, { name: 'x' }, now + 1000), null);
+    assert.equal(await storage().replaceReadToken(address.id, 'c'.repeat(64), now + 1000), null);
+    assert.equal(
+      await storage().replaceIngressSecret({
+        id: address.id,
+        digest: 'c'.repeat(64),
+        previousUntil: null,
+        now: now + 1000,
+      }),
+      null,
+    );
+    assert.equal(await storage().putSender(sender(address.id), now + 1000), false);
+  });
+
+  test('update changes only the fields given; null clears taskId and expiresAt', async () => {
+    const address = await stored(storage(), { taskId: 't', expiresAt: Date.now() + HOUR });
+    const renamed = await storage().updateAddress(address.id, { name: 'Renamed' }, Date.now());
+    assert.deepEqual(renamed, { ...address, name: 'Renamed' });
+    const cleared = await storage().updateAddress(address.id, { taskId: null, expiresAt: null }, Date.now());
+    assert.deepEqual(cleared, { ...address, name: 'Renamed', taskId: null, expiresAt: null });
+    assert.deepEqual(await storage().getAddress(address.id, Date.now()), cleared);
+  });
+
+  test('the read token and the inbox secret are replaced; the previous secret stays until the given time', async () => {
+    const address = await stored(storage());
+    const now = Date.now();
+    const read = await storage().replaceReadToken(address.id, 'd'.repeat(64), now);
+    assert.equal(read?.readTokenDigest, 'd'.repeat(64));
+    const graced = await storage().replaceIngressSecret({
+      id: address.id,
+      digest: 'e'.repeat(64),
+      previousUntil: now + HOUR,
+      now,
+    });
+    assert.equal(graced?.ingressSecretDigest, 'e'.repeat(64));
+    assert.equal(graced?.previousIngressDigest, address.ingressSecretDigest);
+    assert.equal(graced?.previousIngressUntil, now + HOUR);
+    const abrupt = await storage().replaceIngressSecret({
+      id: address.id,
+      digest: 'f'.repeat(64),
+      previousUntil: null,
+      now,
+    });
+    assert.equal(abrupt?.previousIngressDigest, null);
+    assert.equal(abrupt?.previousIngressUntil, null);
+    assert.deepEqual(await storage().getAddress(address.id, now), abrupt);
+  });
+
+  test('delete removes the address with its events, tokens and sender; a second delete finds nothing', async () => {
+    const address = await stored(storage());
+    await storage().appendEvent({ event: appendInput(address.id), capacity: 10 });
+    await storage().insertViewToken(viewToken(address.id), 5, Date.now());
+    await storage().putSender(sender(address.id), Date.now());
+    assert.equal(await storage().deleteAddress(address.id), true);
+    assert.equal(await storage().getAddress(address.id, Date.now()), null);
+    assert.deepEqual((await storage().listEvents({ addressId: address.id, after: 0, limit: 10 })).events, []);
+    assert.deepEqual(await storage().listViewTokens(address.id, Date.now()), []);
+    assert.equal(await storage().getSender(address.id), null);
+    assert.equal(await storage().deleteAddress(address.id), false);
+  });
+});
+
+await forEachStorage('view tokens', (storage) => {
+  test('at most `max` live tokens; an expired one makes room; an unknown address is said so', async () => {
+    const address = await stored(storage());
+    const now = Date.now();
+    const first = viewToken(address.id, { createdAt: now - 2, expiresAt: now + 10, label: 'soon' });
+    const second = viewToken(address.id, { createdAt: now - 1 });
+    assert.equal(await storage().insertViewToken(first, 2, now), 'ok');
+    assert.equal(await storage().insertViewToken(second, 2, now), 'ok');
+    assert.equal(await storage().insertViewToken(viewToken(address.id), 2, now), 'limit');
+    assert.equal(await storage().insertViewToken(viewToken(address.id), 2, now + 10), 'ok');
+    assert.equal(await storage().insertViewToken(viewToken('addr_unknown'), 2, now), 'address_not_found');
+  });
+
+  test('list (oldest first, unexpired), find by digest, delete', async () => {
+    const address = await stored(storage());
+    const now = Date.now();
+    const older = viewToken(address.id, { createdAt: now - 5, label: 'ci' });
+    const newer = viewToken(address.id, { createdAt: now - 1, expiresAt: now + HOUR });
+    const expired = viewToken(address.id, { createdAt: now - 9, expiresAt: now });
+    for (const token of [newer, expired, older])
+      assert.equal(await storage().insertViewToken(token, 10, now - 10), 'ok');
+    assert.deepEqual(await storage().listViewTokens(address.id, now), [older, newer]);
+    assert.deepEqual(await storage().findViewToken(address.id, newer.tokenDigest, now), newer);
+    assert.equal(await storage().findViewToken(address.id, expired.tokenDigest, now), null);
+    assert.equal(await storage().findViewToken('addr_other', newer.tokenDigest, now), null);
+    assert.equal(await storage().deleteViewToken(address.id, newer.id), true);
+    assert.equal(await storage().deleteViewToken(address.id, newer.id), false);
+    assert.deepEqual(await storage().listViewTokens(address.id, now), [older]);
+  });
+});
+
+await forEachStorage('senders', (storage) => {
+  test('put, replace, get, delete; the address says whether it has one', async () => {
+    const address = await stored(storage());
+    const now = Date.now();
+    assert.equal(await storage().getSender(address.id), null);
+    const first = sender(address.id, { optionsJson: '{"header":"x-sig"}', sealedVerifyToken: 'sealed:v' });
+    assert.equal(await storage().putSender(first, now), true);
+    assert.deepEqual(await storage().getSender(address.id), first);
+    assert.equal((await storage().getAddress(address.id, now))?.hasSender, true);
+    const second = sender(address.id, { provider: 'stripe', enforce: false, secretCount: 2, toleranceSeconds: 60 });
+    assert.equal(await storage().putSender(second, now), true);
+    assert.deepEqual(await storage().getSender(address.id), second);
+    assert.equal(await storage().deleteSender(address.id), true);
+    assert.equal(await storage().deleteSender(address.id), false);
+    assert.equal(await storage().getSender(address.id), null);
+    assert.equal((await storage().getAddress(address.id, now))?.hasSender, false);
+    assert.equal(await storage().putSender(sender('addr_unknown'), now), false);
+  });
+});
