@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../core/limits.js';
 import type { AddressRecord } from '../../storage/storage.js';
 import type { DeliveryInput } from '../../core/service.js';
 import { CreateEventSchema, EventDeliveryResponseSchema } from '../../schemas.js';
@@ -97,8 +98,11 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
         headers: Type.Object({
           'idempotency-key': Type.Optional(
             Type.String({
+              minLength: 1,
+              maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
+              pattern: '^[\\x20-\\x7e]+$',
               description:
-                'Deduplicates retried deliveries within this return address (1–255 visible ASCII characters).',
+                'Deduplicates retried deliveries within this return address: 1–1,024 visible ASCII characters or spaces.',
             }),
           ),
         }),
