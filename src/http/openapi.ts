@@ -251,6 +251,38 @@ function finishListQuery(operation: Operation): void {
   if (unacked) unacked.schema = { type: 'string', enum: ['1', 'true', '0', 'false'], default: '0' };
 }
 
+/** The named shapes that only requests use (bodies), never an answer. */
+function requestOnlyShapes(paths: Node): string[] {
+  const inRequests = new Set<string>();
+  const inAnswers = new Set<string>();
+  const collect = (node: unknown, into: Set<string>) => {
+    const text = JSON.stringify(node) ?? '';
+    for (const match of text.matchAll(/"#\/components\/schemas\/([A-Za-z]+)"/g)) into.add(match[1]);
+  };
+  for (const methods of Object.values(paths) as Node[]) {
+    for (const operation of Object.values(methods) as Operation[]) {
+      collect(operation.requestBody, inRequests);
+      collect(operation.responses, inAnswers);
+    }
+  }
+  return [...inRequests].filter((name) => !inAnswers.has(name));
+}
+
+/**
+ * A request shape's defaults are said in its descriptions, not with `default`: a generator
+ * such as openapi-typescript reads `default` in a named component as "always present" and
+ * would make a client send every defaulted field. Roost applies them itself (docs/api.md).
+ */
+function defaultsToDescriptions(shape: Node | undefined): void {
+  for (const property of Object.values((shape?.properties ?? {}) as Record<string, Node>)) {
+    if (!('default' in property)) continue;
+    const said = typeof property.description === 'string' ? property.description : '';
+    if (!/default/i.test(said))
+      property.description = `${said}${said ? ' ' : ''}Default: ${JSON.stringify(property.default)}.`;
+    delete property.default;
+  }
+}
+
 /** Returns the document generated from the routes, finished as this module's header says. */
 export function finishDocument(generated: Node): Node {
   const document = plain(generated);
@@ -267,6 +299,7 @@ export function finishDocument(generated: Node): Node {
   const named: Record<string, Node> = {};
   document.paths = nameComponents(paths, named);
   nameComponents(plain({ RawCaptureData: RawCaptureDataSchema, EmailData: EmailDataSchema }), named);
+  for (const name of requestOnlyShapes(document.paths as Node)) defaultsToDescriptions(named[name]);
   const schemas = Object.fromEntries(Object.entries(named).sort(([a], [b]) => a.localeCompare(b)));
   document.components = { ...(document.components as Node), schemas, headers: HEADERS };
   document.tags = TAGS;
