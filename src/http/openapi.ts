@@ -105,16 +105,20 @@ interface OperationFacts {
 const binary = (description: string) => ({
   schema: { type: 'string', contentMediaType: 'application/octet-stream', description },
 });
-/** A sender's URL handshake, answered as its provider documents it (challenge echoed as text or JSON). */
-const HANDSHAKE = {
-  'text/plain': { schema: { type: 'string', description: 'The challenge, echoed as text.' } },
-  'application/json': {
-    schema: {
-      type: 'object',
-      description:
-        "The provider's JSON handshake answer (the challenge echoed, or Zoom's plainToken and encryptedToken).",
-    },
+/** A sender's URL handshake, answered as its provider documents it: the challenge echoed as text… */
+const TEXT_HANDSHAKE = {
+  'text/plain': {
+    schema: { type: 'string', description: 'The challenge echoed (Meta, Dropbox, Slack, Twitch, Microsoft Graph).' },
   },
+};
+/** …or Zoom's endpoint validation, in JSON (a component, so that a client can tell it from a delivery). */
+const ZOOM_HANDSHAKE = {
+  type: 'object',
+  title: 'ZoomHandshake',
+  description: "Zoom's endpoint validation answered: the plain token and its HMAC under the sender's secret.",
+  properties: { plainToken: { type: 'string' }, encryptedToken: { type: 'string' } },
+  required: ['plainToken', 'encryptedToken'],
+  additionalProperties: false,
 };
 
 const noStore = header('Cache-Control');
@@ -148,8 +152,8 @@ const OPERATIONS: Record<string, OperationFacts> = {
     headers: { '200': header('Content-Disposition') },
     content: { '200': { 'message/rfc822': binary('The message exactly as received.') } },
   },
-  deliverEvent: { tag: 'Inbox' },
-  answerInboxHandshake: { tag: 'Inbox', headers: { '200': noStore }, content: { '200': HANDSHAKE } },
+  deliverEvent: { tag: 'Inbox', headers: { '200': noStore } },
+  answerInboxHandshake: { tag: 'Inbox', headers: { '200': noStore }, content: { '200': TEXT_HANDSHAKE } },
 };
 
 /** Every route may answer these (a crash; storage unreachable or shutting down). */
@@ -194,11 +198,14 @@ function finishOperation(method: string, operation: Operation): void {
     if (parameter.in === 'path' && pattern) parameter.schema = { ...(parameter.schema as Node), pattern };
   }
   const { responses } = operation;
+  const bearer = ((operation.security ?? []) as Node[]).some((scheme) => 'bearer' in scheme);
   const extra = [...ALWAYS, ...(WITH_BODY.has(method) ? ['413'] : [])];
   for (const status of extra) responses[status] ??= { description: 'Default Response', content: errorContent() };
   for (const [status, response] of Object.entries(responses)) {
     if (response.description === 'Default Response') response.description = describeStatus(status);
-    const headers = { ...HEADERS_BY_STATUS[status], ...facts.headers?.['*'], ...facts.headers?.[status] };
+    // The inbox's 401 is a signature that did not verify: no Bearer challenge there.
+    const byStatus = status === '401' && !bearer ? {} : HEADERS_BY_STATUS[status];
+    const headers = { ...byStatus, ...facts.headers?.['*'], ...facts.headers?.[status] };
     if (Object.keys(headers).length) response.headers = { ...(response.headers as Node), ...headers };
     const content = facts.content?.[status];
     if (content) response.content = content;
@@ -229,18 +236,28 @@ const describeStatus = (status: string) => STATUS_TEXT[status] ?? 'Answer.';
 /** The deliver operation: a CreateEvent in JSON, or with ?raw=1 or a sender any body at all. */
 function finishDelivery(operation: Operation): void {
   const body = operation.requestBody as { content: Record<string, Node> };
+  // JSON too may be of any shape then: a typed client still has the CreateEvent component.
+  const createEvent = body.content['application/json'].schema;
+  body.content['application/json'] = {
+    schema: {
+      anyOf: [
+        createEvent,
+        { description: 'With ?raw=1, or on an inbox with a sender: JSON of any shape, stored as sent.' },
+      ],
+    },
+  };
   body.content['*/*'] = {
     schema: {
       description:
         'With ?raw=1, or on an inbox with a sender: any body, of any Content-Type (JSON of any shape included), stored as sent.',
     },
   };
-  // A sender's POST handshakes (Slack, Zoom, Twitch…) are answered with 200 too.
+  // A sender's POST handshakes (Slack, Zoom, Twitch, Microsoft Graph) are answered with 200 too.
   const ok = operation.responses['200'];
   const json = (ok.content as Record<string, Node>)['application/json'];
   ok.content = {
-    'application/json': { schema: { anyOf: [json.schema, HANDSHAKE['application/json'].schema] } },
-    'text/plain': HANDSHAKE['text/plain'],
+    'application/json': { schema: { anyOf: [json.schema, ZOOM_HANDSHAKE] } },
+    ...TEXT_HANDSHAKE,
   };
   ok.description = 'A repeated delivery (duplicate: true), or with a sender its URL handshake answered.';
 }

@@ -179,8 +179,8 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
       summary: "Answer a sender's URL handshake (with a sender set)",
       security: noSecurity,
       description:
-        'Only for an inbox whose sender checks the URL with a GET (meta: hub.challenge, microsoft_graph: validationToken, dropbox: challenge). ' +
-        'Anything else answers 405; nothing is stored.',
+        'Only for an inbox whose sender checks the URL with a GET (meta: hub.challenge, dropbox: challenge), answered 200 in text. ' +
+        'Anything else answers 405 (microsoft_graph validates with a POST ?validationToken=…, answered by the POST operation); nothing is stored.',
       params: InboxParamsSchema,
       response: { 200: HandshakeResponseSchema, ...errorResponses(401, 404, 405, 503) },
     },
