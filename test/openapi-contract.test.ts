@@ -127,7 +127,8 @@ describe('OpenAPI document as a contract', () => {
     );
     for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, any>>))
       for (const [method, operation] of Object.entries(methods))
-        for (const status of ['500', '503']) assert.ok(operation.responses[status], `${method} ${path} ${status}`);
+        for (const status of ['400', '408', '429', '431', '500', '503'])
+          assert.ok(operation.responses[status], `${method} ${path} ${status}`);
   });
 
   it('gives every operation a unique camelCase operationId and declares its security', () => {

@@ -156,8 +156,12 @@ const OPERATIONS: Record<string, OperationFacts> = {
   answerInboxHandshake: { tag: 'Inbox', headers: { '200': noStore }, content: { '200': TEXT_HANDSHAKE } },
 };
 
-/** Every route may answer these (a crash; storage unreachable or shutting down). */
-const ALWAYS = ['500', '503'];
+/**
+ * Every route may answer these, before or beside what it does itself: a request Node's HTTP
+ * parser refuses (400, 408 too slow, 431 headers too large), a connection beyond the
+ * per-client cap (429), a crash (500), storage unreachable or the service shutting down (503).
+ */
+const ALWAYS = ['400', '408', '429', '431', '500', '503'];
 /** Any request with a body may be too large, whatever the route does with it. */
 const WITH_BODY = new Set(['post', 'put', 'patch']);
 
@@ -224,10 +228,12 @@ const STATUS_TEXT: Record<string, string> = {
   '403': 'A view token may not do this.',
   '404': 'No such address, event, inbox or token.',
   '405': 'Method not allowed.',
+  '408': 'The request did not arrive in time.',
   '409': 'Too many view tokens.',
   '413': 'The body is larger than ROOST_MAX_BODY_BYTES.',
   '415': 'The body is not JSON.',
-  '429': 'Too many requests (see Retry-After).',
+  '429': 'Too many requests or connections from this client (see Retry-After).',
+  '431': 'The request line and headers are too large.',
   '500': 'Internal error (no details).',
   '503': 'Storage unreachable or the service shutting down; retry shortly.',
 };
