@@ -204,8 +204,9 @@ function finishOperation(method: string, operation: Operation): void {
   const { responses } = operation;
   const bearer = ((operation.security ?? []) as Node[]).some((scheme) => 'bearer' in scheme);
   const extra = [...ALWAYS, ...(WITH_BODY.has(method) ? ['413'] : [])];
-  for (const status of extra) responses[status] ??= { description: 'Default Response', content: errorContent() };
+  for (const status of extra) responses[status] ??= { description: describeStatus(status), content: errorContent() };
   for (const [status, response] of Object.entries(responses)) {
+    // @fastify/swagger's placeholder, for a route schema that gave no description.
     if (response.description === 'Default Response') response.description = describeStatus(status);
     // The inbox's 401 is a signature that did not verify: no Bearer challenge there.
     const byStatus = status === '401' && !bearer ? {} : HEADERS_BY_STATUS[status];
