@@ -3,6 +3,7 @@
 // than the unique index takes as text) each deduplicate; the bounds the document declares
 // are the ones the service applies.
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { it } from 'node:test';
 import { assertErrorBody, createAddress, deliver, listEvents, request } from './helpers/http.js';
 import { forEachEngine } from './helpers/engines.js';
@@ -91,6 +92,26 @@ await forEachEngine('idempotency keys as senders send them', (server) => {
     }
     const page = await request(server().url, 'GET', `/api/v1/addresses/${a.id}/events`, { token: a.token });
     assert.equal(page.body.events.length, 0);
+  });
+
+  it('a key with a comma is one key; two Idempotency-Key lines are refused, not joined into one', async () => {
+    const a = await createAddress(server().url);
+    const event = await deliversOnce(a.inbox, {}, { 'idempotency-key': 'order 42, attempt 1' });
+    assert.equal(event.dedupe_key, 'order 42, attempt 1');
+    const url = new URL(a.inbox);
+    const body = '{"data":1}';
+    const socket = connect(Number(url.port), url.hostname);
+    socket.end(
+      `POST ${url.pathname} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+        `Idempotency-Key: order 42\r\nIdempotency-Key: attempt 1\r\nConnection: close\r\n` +
+        `Content-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    let answer = '';
+    for await (const chunk of socket) answer += String(chunk);
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    assert.match(answer, /"invalid_request"/);
+    const page = await listEvents(server().url, a);
+    assert.equal(page.body.events.length, 1);
   });
 
   it('raw capture takes a header key with spaces too', async () => {

@@ -19,6 +19,7 @@ import { fastifyTrustProxy } from './client-ip.js';
 import { limitConnectionsPerPeer } from './connection-limit.js';
 import { lazyRequestLogger } from './request-logger.js';
 import { registerOpenApi } from './openapi.js';
+import { repeatedIdempotencyKey } from './idempotency-header.js';
 import { installErrorHandling, renderClientError, renderFrameworkError } from './errors.js';
 import { addressRoutes } from './routes/addresses.js';
 import { credentialRoutes } from './routes/credentials.js';
@@ -123,11 +124,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     app.server.closeIdleConnections();
   });
   // Requests still arriving on open connections during shutdown get 503 in the Error shape
-  // (Fastify's own return503OnClosing answers in its shape, docs/api.md §6 wants ours).
+  // (Fastify's own return503OnClosing answers in its shape, docs/api.md §6 wants ours); an
+  // inbox request repeating Idempotency-Key gets 400, whatever its URL (docs/api.md §3.4).
   // A callback hook, not an async one: it runs on every request, and a promise per request
   // for a flag that is almost always false showed in the ingest profile.
-  app.addHook('onRequest', (_request, reply, done) => {
-    if (!shuttingDown) return done();
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!shuttingDown) return done(repeatedIdempotencyKey(request));
     reply.header('Connection', 'close');
     done(unavailable('The service is shutting down; retry shortly.'));
   });
