@@ -12,7 +12,13 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import nodemailer from 'nodemailer';
 import { startTestServer, type TestServer } from './helpers/server.js';
+
+// Offline: every DNS question is answered "no such name", so mail authentication says none.
+const offline = async () => {
+  throw Object.assign(new Error('offline'), { code: 'ENOTFOUND' });
+};
 
 interface Violation {
   location: string[];
@@ -80,6 +86,7 @@ describe('the walk-through through Prism’s validating proxy', () => {
     // address by the format validators clients use. A small create rate, to meet the 429.
     server = await startTestServer('sqlite', {
       env: { ROOST_MAIL_DOMAIN: 'mail.roost.test', ROOST_CREATE_RATE: '12/hour' },
+      smtp: { port: 0, dnsResolver: offline },
     });
     dir = mkdtempSync(join(tmpdir(), 'roost-prism-'));
     const document = await (await fetch(`${server.url}/api/v1/openapi.json`)).text();
@@ -227,6 +234,29 @@ describe('the walk-through through Prism’s validating proxy', () => {
     // A GET on an inbox whose sender does no GET handshake: 405 with Allow.
     assert.equal((await valid(405, 'GET', inbox)).headers.get('allow'), 'POST');
     await valid(204, 'DELETE', `/api/v1/addresses/${address.id}/sender`, { token });
+  });
+
+  it('an email event, its raw message and its attachment are answered as declared: no violation', async () => {
+    const created = await valid(201, 'POST', '/api/v1/addresses');
+    const { address, credentials, endpoints } = created.body;
+    const token: string = credentials.read_token;
+    const mail = nodemailer.createTransport({ host: '127.0.0.1', port: server.roost.smtpPort!, ignoreTLS: true });
+    await mail.sendMail({
+      from: 'billing@example.org',
+      to: address.email,
+      subject: 'Invoice 7',
+      text: 'Attached.',
+      attachments: [{ filename: 'invoice.csv', content: 'item,amount\nbook,12\n', contentType: 'text/csv' }],
+    });
+    const page = await valid(200, 'GET', `${endpoints.events_url}?after=0`, { token });
+    const email = page.body.events[0];
+    assert.equal(email.type, 'email.received');
+    const raw = await valid(200, 'GET', `${endpoints.events_url}/${email.id}/raw`, { token });
+    assert.match(raw.headers.get('content-type') ?? '', /^message\/rfc822/);
+    assert.match(String(raw.body), /Subject: Invoice 7/);
+    const part = await valid(200, 'GET', `${endpoints.events_url}/${email.id}/attachments/0`, { token });
+    assert.match(part.headers.get('content-type') ?? '', /^text\/csv/);
+    await valid(404, 'GET', `${endpoints.events_url}/${email.id}/attachments/1`, { token });
   });
 
   it('the error cases a conforming client meets are answered as documented: no violation', async () => {
