@@ -233,6 +233,26 @@ describe('the walk-through through Prism’s validating proxy', () => {
     assert.equal(forged.body.error.code, 'signature_invalid');
     // A GET on an inbox whose sender does no GET handshake: 405 with Allow.
     assert.equal((await valid(405, 'GET', inbox)).headers.get('allow'), 'POST');
+
+    // Slack's URL verification: answered 200 in text, the challenge echoed, nothing stored.
+    const slackSecret = 'slack-signing-secret-for-the-proxy-test';
+    await valid(200, 'PUT', `/api/v1/addresses/${address.id}/sender`, {
+      token,
+      json: { provider: 'slack', secrets: [slackSecret] },
+    });
+    const challenge = JSON.stringify({ type: 'url_verification', challenge: 'c-42' });
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const slackSignature = `v0=${createHmac('sha256', slackSecret).update(`v0:${timestamp}:${challenge}`).digest('hex')}`;
+    const handshake = await valid(200, 'POST', inbox, {
+      raw: challenge,
+      headers: {
+        'content-type': 'application/json',
+        'x-slack-signature': slackSignature,
+        'x-slack-request-timestamp': timestamp,
+      },
+    });
+    assert.equal(handshake.body, 'c-42');
+    assert.match(handshake.headers.get('content-type') ?? '', /^text\/plain/);
     await valid(204, 'DELETE', `/api/v1/addresses/${address.id}/sender`, { token });
   });
 
