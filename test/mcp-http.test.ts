@@ -111,11 +111,12 @@ describe('MCP over HTTP', () => {
     }
   });
 
-  it('the OpenAPI document lists the MCP endpoints', async () => {
+  it('the OpenAPI document leaves the MCP endpoints to docs/mcp.md (JSON-RPC is not REST)', async () => {
     const res = await request(server.url, 'GET', '/api/v1/openapi.json');
     assert.equal(res.status, 200);
-    assert.ok(res.body.paths['/mcp']?.post);
-    assert.ok(res.body.paths['/mcp/{addressId}']?.post);
+    assert.equal(res.body.paths['/mcp'], undefined);
+    assert.equal(res.body.paths['/mcp/{addressId}'], undefined);
+    assert.match(res.body.info.description, /docs\/mcp\.md/);
   });
 });
 

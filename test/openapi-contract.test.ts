@@ -1,6 +1,7 @@
-// The OpenAPI document as its users consume it: Redocly's recommended rules find nothing, and
-// TypeScript types generated from it (openapi-typescript) accept the service's real responses
-// and reject a response that breaks the document.
+// The OpenAPI document as its users consume it: Spectral's `spectral:oas` and Redocly's
+// recommended rules find nothing; the specification's shapes are named components that every
+// operation refers to; and TypeScript types generated from it (openapi-typescript) accept the
+// service's real responses and reject a response that breaks the document.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,6 +41,94 @@ describe('OpenAPI document as a contract', () => {
     ).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
     const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: unknown[] };
     assert.deepEqual(report.totals, { ...report.totals, errors: 0, warnings: 0 }, JSON.stringify(report.problems));
+  });
+
+  it('passes `spectral lint` with the spectral:oas rules: no error, no warning', async () => {
+    writeFileSync(join(dir, '.spectral.yaml'), 'extends: ["spectral:oas"]\n');
+    const { stdout } = await run(
+      bin('spectral'),
+      ['lint', '--ruleset', join(dir, '.spectral.yaml'), '--format', 'json', '--quiet', join(dir, 'openapi.json')],
+      { env: { ...process.env, SCARF_ANALYTICS: 'false' } },
+    ).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
+    const problems = JSON.parse(stdout || '[]') as Array<{ code: string; message: string; path: string[] }>;
+    assert.deepEqual(
+      problems.map((p) => `${p.code} at ${p.path.join('.')}: ${p.message}`),
+      [],
+    );
+  });
+
+  it('names the specification’s ten shapes and Roost’s own as components, and every operation refers to them', () => {
+    const components = doc.components as { schemas: Record<string, { properties?: Record<string, unknown> }> };
+    const spec = ['Address', 'CreateAddress', 'CreateAddressResponse', 'AddressResponse', 'Event', 'CreateEvent'];
+    spec.push('EventPage', 'EventResponse', 'EventDeliveryResponse', 'Error');
+    const roost = [
+      'UpdateAddress',
+      'ViewToken',
+      'ViewTokenCreated',
+      'Sender',
+      'PutSender',
+      'EmailData',
+      'RawCaptureData',
+    ];
+    for (const name of [...spec, ...roost]) assert.ok(components.schemas[name], `components.schemas.${name}`);
+    // Field names exactly as the specification has them: Address camelCase, the rest snake_case.
+    assert.deepEqual(Object.keys(components.schemas.Address.properties!).sort(), [
+      'createdAt',
+      'email',
+      'expiresAt',
+      'id',
+      'name',
+      'slug',
+      'taskId',
+    ]);
+    assert.ok(
+      components.schemas.Event.properties!.acknowledged_at && components.schemas.EventPage.properties!.next_cursor,
+    );
+    // No shape is inlined in an operation: every titled schema there became a $ref.
+    const paths = JSON.stringify(doc.paths);
+    assert.doesNotMatch(paths, /"title":/);
+    assert.equal(
+      paths.match(/"#\/components\/schemas\/Error"/g)?.length,
+      countResponses(doc, (s) => s >= 400),
+    );
+    assert.equal((doc.paths as Record<string, unknown>)['/mcp'], undefined, 'MCP is described in docs/mcp.md');
+  });
+
+  it('declares what clients send and get: optional bodies, patterns, headers, content types, key bounds', () => {
+    const op = (path: string, method: string) =>
+      (doc.paths as Record<string, Record<string, any>>)[path][method] as Record<string, any>;
+    for (const [path, method] of [
+      ['/api/v1/addresses', 'post'],
+      ['/api/v1/addresses/{addressId}/inbox-secret', 'post'],
+      ['/api/v1/addresses/{addressId}/view-tokens', 'post'],
+    ])
+      assert.equal(op(path, method).requestBody.required, false, `${method} ${path}`);
+    const deliver = op('/api/v1/inbox/{addressId}/{secret}', 'post');
+    assert.deepEqual(Object.keys(deliver.requestBody.content).sort(), ['*/*', 'application/json']);
+    const parameter = (name: string) => deliver.parameters.find((p: { name: string }) => p.name === name);
+    assert.equal(parameter('secret').schema.pattern, '^roost_ingress_[A-Za-z0-9_-]+$');
+    assert.equal(parameter('idempotency-key').schema.maxLength, 1024);
+    const createEvent = (doc.components as any).schemas.CreateEvent.properties;
+    assert.equal(createEvent.dedupe_key.maxLength, 1024);
+    assert.equal(createEvent.source.default, undefined, 'a request shape says its defaults in words');
+    const list = op('/api/v1/addresses/{addressId}/events', 'get');
+    assert.deepEqual(list.parameters.find((p: { name: string }) => p.name === 'unacked').schema.enum, [
+      '1',
+      'true',
+      '0',
+      'false',
+    ]);
+    const create = op('/api/v1/addresses', 'post');
+    assert.ok(create.responses['201'].headers.Location && create.responses['429'].headers['Retry-After']);
+    assert.ok(create.responses['201'].headers['RateLimit-Remaining']);
+    assert.ok(op('/api/v1/addresses/{addressId}', 'get').responses['401'].headers['WWW-Authenticate']);
+    assert.ok(
+      op('/api/v1/addresses/{addressId}/events/{eventId}/raw', 'get').responses['200'].content['message/rfc822'],
+    );
+    for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, any>>))
+      for (const [method, operation] of Object.entries(methods))
+        for (const status of ['400', '408', '429', '431', '500', '503'])
+          assert.ok(operation.responses[status], `${method} ${path} ${status}`);
   });
 
   it('gives every operation a unique camelCase operationId and declares its security', () => {
@@ -101,3 +190,12 @@ export const refused: Ok<'/api/v1/addresses/{addressId}', 'get', 401> = ${JSON.s
     assert.match(await typecheck(checks({ ...(address.response as object), surprise: 1 })), /surprise/);
   });
 });
+
+/** How many responses of the document have a status that `which` picks. */
+function countResponses(document: Record<string, unknown>, which: (status: number) => boolean): number {
+  let count = 0;
+  for (const methods of Object.values(document.paths as Record<string, Record<string, { responses: object }>>))
+    for (const operation of Object.values(methods))
+      count += Object.keys(operation.responses).filter((status) => which(Number(status))).length;
+  return count;
+}

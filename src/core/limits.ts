@@ -15,8 +15,17 @@ export const TTL_MIN_SECONDS = 60;
 export const TTL_MAX_SECONDS = 31_536_000;
 /** Deepest JSON nesting accepted in `data` (docs/api.md §3). */
 export const MAX_JSON_DEPTH = 64;
-/** Idempotency keys: 1–255 visible ASCII characters (docs/api.md §3). */
-export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** The longest idempotency key, header or body, in characters (docs/api.md §3.4). */
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 1024;
+/** An Idempotency-Key header: what a header value carries, visible ASCII and spaces (docs/api.md §3.4). */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7e]{1,1024}$/;
+/**
+ * A dedupe_key: any text without NUL (which PostgreSQL's text cannot hold) or a lone
+ * surrogate (which UTF-8 cannot), counted in code points as JSON Schema's maxLength counts
+ * (docs/api.md §3.4). The same source, with the `u` flag, is the schema's pattern.
+ */
+export const DEDUPE_KEY_SOURCE = '^[^\\u0000\\uD800-\\uDFFF]{1,1024}$';
+export const DEDUPE_KEY_PATTERN = new RegExp(DEDUPE_KEY_SOURCE, 'u');
 /** The longest grace period of a rotated inbox secret (a day). */
 export const GRACE_MAX_SECONDS = 86_400;
 /** Seconds a client refused a long-poll or stream slot is asked to wait (a held poll lasts at most 25 s). */

@@ -43,14 +43,7 @@ import {
   senderNotFound,
   unauthorized,
 } from './errors.js';
-import {
-  EVENT_CAPACITY,
-  IDEMPOTENCY_KEY_PATTERN,
-  LIMIT_MAX,
-  MAX_JSON_DEPTH,
-  RETENTION_MS,
-  WAITER_RETRY_AFTER_SECONDS,
-} from './limits.js';
+import { EVENT_CAPACITY, LIMIT_MAX, MAX_JSON_DEPTH, RETENTION_MS, WAITER_RETRY_AFTER_SECONDS } from './limits.js';
 import type { Metrics } from './metrics.js';
 import {
   INGRESS_SECRET_PREFIX,
@@ -65,6 +58,7 @@ import {
   newViewTokenId,
   secretMatches,
 } from './secrets.js';
+import { effectiveIdempotencyKey, storedIdempotencyKey } from './idempotency-key.js';
 import { jsonDepthExceeds } from './json-depth.js';
 import { toWireAddress, toWireEvent, toWireViewToken, type RecordPage } from './wire.js';
 import { namesNothing, refuseNul } from './storable-text.js';
@@ -610,19 +604,7 @@ export class RoostService {
     idempotencyKey: string | undefined,
     transport: Transport,
   ): Promise<DeliveryResult> {
-    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
-      throw invalidRequest('The Idempotency-Key header must be 1–255 visible ASCII characters (0x21–0x7E).');
-    }
-    if (input.dedupe_key !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(input.dedupe_key)) {
-      throw invalidRequest('dedupe_key must be 1–255 visible ASCII characters (0x21–0x7E).');
-    }
-    if (idempotencyKey !== undefined && input.dedupe_key !== undefined && idempotencyKey !== input.dedupe_key) {
-      throw new RoostError(
-        'idempotency_key_mismatch',
-        400,
-        'The Idempotency-Key header and the body field dedupe_key differ; send one, or the same value in both.',
-      );
-    }
+    const key = effectiveIdempotencyKey(idempotencyKey, input.dedupe_key);
     // The inbox also takes any body as it is (raw capture), with a type of its own.
     const alternative = transport === 'http' ? 'or deliver it with ?raw=1, which stores any body as sent' : undefined;
     refuseNul('type', input.type, alternative);
@@ -643,7 +625,7 @@ export class RoostService {
         source: input.source ?? 'https',
         dataJson: JSON.stringify(data ?? null),
         metadataJson: input.metadata === undefined ? null : JSON.stringify(input.metadata),
-        dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
+        dedupeKey: key === undefined ? null : storedIdempotencyKey(key),
         // docs/api.md §3: an HTTP delivery's key never finds an email, nor an email's an HTTP delivery.
         keyScope: transport === 'email' ? 'email' : 'http',
         createdAt,

@@ -1,6 +1,5 @@
 // Builds the Fastify application: body handling, validation, error rendering, OpenAPI,
 // and the routes. Transports register here; the operations live in core/service.ts.
-import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import Fastify, {
   LogController,
@@ -19,6 +18,8 @@ import type { Storage } from '../storage/storage.js';
 import { fastifyTrustProxy } from './client-ip.js';
 import { limitConnectionsPerPeer } from './connection-limit.js';
 import { lazyRequestLogger } from './request-logger.js';
+import { registerOpenApi } from './openapi.js';
+import { repeatedIdempotencyKey } from './idempotency-header.js';
 import { installErrorHandling, renderClientError, renderFrameworkError } from './errors.js';
 import { addressRoutes } from './routes/addresses.js';
 import { credentialRoutes } from './routes/credentials.js';
@@ -123,11 +124,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     app.server.closeIdleConnections();
   });
   // Requests still arriving on open connections during shutdown get 503 in the Error shape
-  // (Fastify's own return503OnClosing answers in its shape, docs/api.md §6 wants ours).
+  // (Fastify's own return503OnClosing answers in its shape, docs/api.md §6 wants ours); an
+  // inbox request repeating Idempotency-Key gets 400, whatever its URL (docs/api.md §3.4).
   // A callback hook, not an async one: it runs on every request, and a promise per request
   // for a flag that is almost always false showed in the ingest profile.
-  app.addHook('onRequest', (_request, reply, done) => {
-    if (!shuttingDown) return done();
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!shuttingDown) return done(repeatedIdempotencyKey(request));
     reply.header('Connection', 'close');
     done(unavailable('The service is shutting down; retry shortly.'));
   });
@@ -159,28 +161,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   installErrorHandling(app, metrics, config.maxBodyBytes);
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Roost',
-        version: '0.1.0',
-        license: { name: 'MIT', identifier: 'MIT' },
-        description:
-          'Return addresses for software agents: an email address, a secret inbox URL and a durable, ordered, long-pollable event queue read with a bearer token.',
-      },
-      servers: [{ url: config.baseUrl }],
-      components: {
-        securitySchemes: {
-          bearer: {
-            type: 'http',
-            scheme: 'bearer',
-            description: 'The read token (roost_read_…) from the creation response.',
-          },
-        },
-      },
-    },
-  });
+  await registerOpenApi(app, config);
 
   await app.register(addressRoutes);
   await app.register(credentialRoutes);

@@ -54,6 +54,7 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
     schema: {
       operationId: 'getAddress',
       summary: 'Get a return address',
+      description: 'The address as created or last updated; the credentials are never shown again.',
       security: bearerSecurity,
       params: AddressParamsSchema,
       response: { 200: AddressResponseSchema, ...errorResponses(401, 404) },

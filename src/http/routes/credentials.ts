@@ -84,6 +84,7 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
     schema: {
       operationId: 'listViewTokens',
       summary: 'List the view tokens (never their secrets)',
+      description: 'Each view token’s id, label and lifetime; the tokens themselves were shown once, at creation.',
       security: bearerSecurity,
       params: AddressParamsSchema,
       response: { 200: ViewTokenListSchema, ...errorResponses(401, 403, 404) },

@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { RoostError } from '../../core/errors.js';
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../core/limits.js';
 import type { DeliveryInput, RoostService } from '../../core/service.js';
 import { CreateEventSchema, EventDeliveryResponseSchema } from '../../schemas.js';
 import { validationMessage } from '../errors.js';
@@ -105,8 +106,11 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
         headers: Type.Object({
           'idempotency-key': Type.Optional(
             Type.String({
+              minLength: 1,
+              maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
+              pattern: '^[\\x20-\\x7e]+$',
               description:
-                'Deduplicates retried deliveries within this return address (1–255 visible ASCII characters).',
+                'Deduplicates retried deliveries within this return address: 1–1,024 visible ASCII characters or spaces.',
             }),
           ),
         }),
@@ -184,8 +188,8 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
       summary: "Answer a sender's URL handshake (with a sender set)",
       security: noSecurity,
       description:
-        'Only for an inbox whose sender checks the URL with a GET (meta: hub.challenge, microsoft_graph: validationToken, dropbox: challenge). ' +
-        'Anything else answers 405; nothing is stored.',
+        'Only for an inbox whose sender checks the URL with a GET (meta: hub.challenge, dropbox: challenge), answered 200 in text. ' +
+        'Anything else answers 405 (microsoft_graph validates with a POST ?validationToken=…, answered by the POST operation); nothing is stored.',
       params: InboxParamsSchema,
       response: { 200: HandshakeResponseSchema, ...errorResponses(401, 404, 405, 503) },
     },

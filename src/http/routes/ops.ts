@@ -2,7 +2,6 @@
 import type { FastifyInstance } from 'fastify';
 import { unavailable } from '../../core/errors.js';
 import { sendError } from '../errors.js';
-import { withDataShapes } from '../openapi-data.js';
 
 /**
  * /readyz answers within this long. A database that hangs rather than refuses (a stalled
@@ -42,6 +41,6 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => {
     const document = app.swagger() as { servers?: Array<{ url: string }> };
     // The base URL may only be known after listening (PORT=0).
-    return withDataShapes({ ...document, servers: [{ url: config.baseUrl }] });
+    return { ...document, servers: [{ url: config.baseUrl }] };
   });
 }

@@ -38,6 +38,8 @@ export async function senderRoutes(app: FastifyInstance): Promise<void> {
     schema: {
       operationId: 'getSender',
       summary: 'Show the sender (never its secrets)',
+      description:
+        'The provider, whether it enforces, its tolerance and how many secrets are set (404 sender_not_found when none is).',
       security: bearerSecurity,
       params: AddressParamsSchema,
       response: { 200: SenderResponseSchema, ...errorResponses(401, 403, 404) },
