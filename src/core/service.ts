@@ -108,12 +108,16 @@ export interface EventStreamHandle {
   /** True once the service is shutting down: the stream should end. */
   readonly closing: boolean;
   /**
-   * Events past `after` (at most `limit`, and at most a page's bytes) as stored, to be
+   * Events past `after` (at most `limit`, and at most `maxBytes` or a page's bytes) as stored, to be
    * written with eventJson; 'gone' once the address is deleted or expired; 'revoked' once
    * the stream's credential no longer opens it (the read token rotated, the view token
    * revoked or expired).
    */
-  readAfter(after: number, limit: number): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked'>;
+  readAfter(
+    after: number,
+    limit: number,
+    maxBytes?: number,
+  ): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked'>;
   /**
    * The part of a wake-up's shared read past `after`, cut as readAfter cuts; 'gone' and
    * 'revoked' as readAfter; null when the shared read does not cover `after`, or the
@@ -123,6 +127,7 @@ export interface EventStreamHandle {
     read: SharedRead,
     after: number,
     limit: number,
+    maxBytes?: number,
   ): { records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked' | null;
   /** Stops the wake-ups; call it once when the stream ends. */
   close(): void;
@@ -670,23 +675,23 @@ export class RoostService {
       get closing() {
         return waiters.isClosing;
       },
-      readAfter: async (after, limit) => {
+      readAfter: async (after, limit, bytes = maxBytes) => {
         // Deleted or expired: the stream ends with `gone` (docs/api.md §2: behaves as deleted).
         const current = await this.storage.getAddress(addressId, this.now());
         if (!current) return 'gone';
         if ((await this.accessOf(current, token!)) === null) return 'revoked';
         expiresAt = current.expiresAt; // a PATCH may have changed it
-        const page = await this.storage.listEvents(addressId, after, limit, maxBytes);
+        const page = await this.storage.listEvents(addressId, after, limit, Math.min(bytes, maxBytes));
         return { records: page.events, hasMore: page.hasMore };
       },
-      fromShared: (read, after, limit) => {
+      fromShared: (read, after, limit, bytes = maxBytes) => {
         if (!read.address) return 'gone';
         // A read token is re-checked here against the address just read; a view token needs
         // a look-up, which readAfter makes.
         if (!token?.startsWith(READ_TOKEN_PREFIX)) return null;
         if (!secretMatches(token, read.address.readTokenDigest)) return 'revoked';
         expiresAt = read.address.expiresAt;
-        return sliceShared(read, after, limit, maxBytes);
+        return sliceShared(read, after, limit, Math.min(bytes, maxBytes));
       },
       close: () => {
         unsubscribe();

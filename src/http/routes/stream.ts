@@ -6,17 +6,26 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { addressNotFound, invalidRequest, unauthorized } from '../../core/errors.js';
-import { eventJson } from '../../core/event-json.js';
+import { eventJsonParts } from '../../core/event-json.js';
 import { LIMIT_MAX } from '../../core/limits.js';
+import type { Metrics } from '../../core/metrics.js';
 import type { EventStreamHandle } from '../../core/service.js';
 import type { SharedRead } from '../../core/waiters.js';
+import { dropWhenStalled } from '../stall-watch.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
 
 /** docs/api.md §4.1 asks for a comment at least every 15 s; 10 s leaves room for timer drift. */
 export const HEARTBEAT_MS = 10_000;
-/** The replay pages through storage in batches of the largest page size (and a page's bytes at most). */
+/** The replay pages through storage in batches of the largest page size… */
 const BATCH = LIMIT_MAX;
+/**
+ * …and of at most this many stored bytes (one event at least): what a stream holds while
+ * its reader is slow is one batch and the message being written, not a page of 4 MiB.
+ */
+const BATCH_BYTES = 256 * 1024;
+/** A message is written in slices of this many characters, each once the last has drained. */
+const SLICE = 64 * 1024;
 /** setTimeout's ceiling (~24.8 days); a later expiry re-arms the timer. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const DIGITS = /^\d{1,16}$/;
@@ -55,6 +64,8 @@ class SseStream {
     private readonly handle: EventStreamHandle,
     private cursor: number,
     private readonly log: FastifyBaseLogger,
+    private readonly metrics: Metrics,
+    private readonly stallMs: number,
   ) {}
 
   /**
@@ -75,7 +86,12 @@ class SseStream {
       'x-accel-buffering': 'no', // nginx and similar proxies would otherwise hold messages back
     });
     this.res.write(': stream open\n\n');
-    this.heartbeat = setInterval(() => this.res.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    // A stream with bytes still queued keeps its connection busy: no heartbeat is needed.
+    this.heartbeat = setInterval(() => this.res.writableNeedDrain || this.res.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    dropWhenStalled(this.res, this.stallMs, () => {
+      this.metrics.slowReadersDropped.inc({ kind: 'stream' });
+      this.log.info('event stream dropped: its reader took nothing for the slow-reader timeout');
+    });
     this.armExpiry();
     this.pump();
   }
@@ -118,9 +134,9 @@ class SseStream {
     const shared = this.shared;
     this.shared = undefined;
     // Started after the commit that woke us, and from a cursor no later than ours.
-    let page = shared ? this.handle.fromShared(await shared, this.cursor, BATCH) : null;
+    let page = shared ? this.handle.fromShared(await shared, this.cursor, BATCH, BATCH_BYTES) : null;
     for (;;) {
-      page ??= await this.handle.readAfter(this.cursor, BATCH);
+      page ??= await this.handle.readAfter(this.cursor, BATCH, BATCH_BYTES);
       if (this.ended) return;
       if (page === 'gone') {
         // `data` is required for EventSource to dispatch the event at all.
@@ -132,12 +148,15 @@ class SseStream {
         await this.send(`event: revoked\ndata: ${JSON.stringify(error.toJSON())}\n\n`);
         return this.end();
       }
-      if (page.records.length > 0) {
-        let chunk = '';
-        // One line of JSON each: stored data is JSON.stringify's output, which has no raw line break.
-        for (const record of page.records) chunk += `id: ${record.sequence}\ndata: ${eventJson(record)}\n\n`;
-        this.cursor = page.records[page.records.length - 1].sequence;
-        await this.send(chunk);
+      // One message at a time, each written once the last has drained (backpressure).
+      for (const record of page.records) {
+        // One line of JSON: stored data is JSON.stringify's output, which has no raw line break.
+        const [head, data, tail] = eventJsonParts(record);
+        await this.send(`id: ${record.sequence}\ndata: ${head}`);
+        await this.send(data);
+        await this.send(`${tail}\n\n`);
+        if (this.ended) return;
+        this.cursor = record.sequence;
       }
       this.behind = page.hasMore;
       if (!page.hasMore || this.ended) return;
@@ -145,13 +164,28 @@ class SseStream {
     }
   }
 
-  /** Writes, and waits while the client is slow to read (backpressure), or gone. */
-  private async send(chunk: string): Promise<void> {
-    if (this.ended || this.res.write(chunk)) return;
-    await new Promise<void>((resolve) => {
+  /**
+   * Writes a message in slices, each once the client has taken the last (backpressure), so
+   * that a slow reader holds at most one slice beyond the socket's buffer here.
+   */
+  private async send(message: string): Promise<void> {
+    for (let start = 0; start < message.length && !this.ended;) {
+      let end = Math.min(start + SLICE, message.length);
+      // Never between the two halves of a surrogate pair: each slice is encoded on its own.
+      if (end < message.length && isHighSurrogate(message.charCodeAt(end - 1))) end--;
+      const queued = !this.res.write(message.slice(start, end));
+      start = end;
+      if (queued) await this.drained();
+    }
+  }
+
+  private drained(): Promise<void> {
+    this.metrics.streamsStalled.inc();
+    return new Promise<void>((resolve) => {
       const done = () => {
         this.res.off('drain', done);
         this.res.off('close', done);
+        this.metrics.streamsStalled.dec();
         resolve();
       };
       this.res.on('drain', done);
@@ -188,8 +222,10 @@ class SseStream {
   }
 }
 
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+
 export async function streamRoutes(app: FastifyInstance): Promise<void> {
-  const { service } = app.roost;
+  const { service, metrics, config } = app.roost;
 
   app.get<{ Params: { addressId: string }; Querystring: { after: number } }>(
     '/api/v1/addresses/:addressId/events/stream',
@@ -252,7 +288,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           reply.raw.destroy();
           return;
         }
-        opened.stream = new SseStream(reply.raw, handle, cursor, request.log);
+        opened.stream = new SseStream(reply.raw, handle, cursor, request.log, metrics, config.slowReaderTimeoutMs);
         opened.stream.start();
       },
     },
