@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { eventually } from './helpers/engines.js';
 import { createAddress, deliver, request, type CreatedAddress } from './helpers/http.js';
 import { spawnServer, type ServerProcess } from './helpers/process.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
 /** The growth the issue allows for 30 never-reading streams over 17 events of ~250 KB. */
@@ -152,6 +153,71 @@ describe('slow readers: memory stays bounded', () => {
         ids,
         Array.from({ length: EVENTS }, (_, i) => i + 1),
       );
+    } finally {
+      readers.close();
+    }
+  });
+});
+
+describe('slow readers: dropped, and their slots freed', () => {
+  let server: TestServer;
+  let a: CreatedAddress;
+  let port: number;
+
+  before(async () => {
+    server = await startTestServer('sqlite', {
+      env: { ROOST_SLOW_READER_TIMEOUT_MS: '300', ROOST_MAX_WAITERS_PER_IP: '3' },
+    });
+    port = Number(new URL(server.url).port);
+    a = await createAddress(server.url);
+    for (let n = 1; n <= EVENTS; n++) {
+      const res = await deliver(a.inbox, { data: { n, filler: String(n % 10).repeat(250_000) } });
+      assert.equal(res.status, 202, res.text);
+    }
+  });
+
+  after(() => server?.close());
+
+  it('pages that are never read hold a slot of the client each (the next is 429), and are dropped', async () => {
+    const readers = await neverReading(
+      port,
+      `/api/v1/addresses/${a.id}/events?limit=100`,
+      { authorization: `Bearer ${a.token}` },
+      3,
+      0,
+    );
+    try {
+      await eventually(async () => {
+        const res = await request(server.url, 'GET', `/api/v1/addresses/${a.id}/events?limit=1`, { token: a.token });
+        return res.status === 429 && res.body.error.code === 'too_many_waiters';
+      }, 'three unread pages fill the client cap');
+      await eventually(
+        async () => (await metric(server.url, /^roost_slow_readers_dropped_total\{kind="page"\} (\d+)$/m)) === 3,
+        'the three pages dropped',
+      );
+      // Their slots are back: the client reads again.
+      const res = await request(server.url, 'GET', `/api/v1/addresses/${a.id}/events?limit=1`, { token: a.token });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.events[0].sequence, 1);
+    } finally {
+      readers.close();
+    }
+  });
+
+  it('a stream that is never read is dropped and frees its slot', async () => {
+    const readers = await neverReading(
+      port,
+      `/api/v1/addresses/${a.id}/events/stream`,
+      { authorization: `Bearer ${a.token}` },
+      1,
+      0,
+    );
+    try {
+      await eventually(
+        async () => (await metric(server.url, /^roost_slow_readers_dropped_total\{kind="stream"\} (\d+)$/m)) === 1,
+        'the stream dropped',
+      );
+      await eventually(() => server.roost.waiters.subscribed === 0, 'its slot freed');
     } finally {
       readers.close();
     }

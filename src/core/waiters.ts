@@ -202,6 +202,23 @@ export class Waiters {
   }
 
   /**
+   * Takes a slot of `client` alone, within its cap (an answer being written, which holds
+   * memory until the client reads it); returns its release (call it once), or null.
+   */
+  admitClient(client: string): (() => void) | null {
+    const { perClient } = this.caps;
+    const byClient = this.slotsByClient.get(client) ?? 0;
+    if (perClient > 0 && byClient >= perClient) return null;
+    this.slotsByClient.set(client, byClient + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      decrement(this.slotsByClient, client);
+    };
+  }
+
+  /**
    * Registers interest before the caller's last read of storage (from `after`), so that a
    * commit landing between that read and wait() still wakes it.
    */

@@ -3,7 +3,7 @@
 import type { Address, Event, EventPage } from '../schemas.js';
 import type { ViewToken } from '../credential-schemas.js';
 import type { AddressRecord, EventRecord, ViewTokenRecord } from '../storage/storage.js';
-import { eventJson } from './event-json.js';
+import { eventJson, eventJsonParts } from './event-json.js';
 import { isoTime } from './iso-time.js';
 
 export function toWireViewToken(record: ViewTokenRecord): ViewToken {
@@ -73,6 +73,21 @@ export function toPage(page: RecordPage): EventPage {
 /** The JSON text of toPage(page), with each event's stored data spliced in unparsed. */
 export function pageJson(page: RecordPage): string {
   return `{"events":[${page.records.map(eventJson).join(',')}],"next_cursor":${nextCursor(page)},"has_more":${page.hasMore},"latest_sequence":${page.latestSequence}}`;
+}
+
+/**
+ * pageJson(page) in pieces, for a writer that sends them as the client reads: each event's
+ * stored data text is one piece of its own, never copied into a string of the whole page.
+ */
+export function* pageJsonChunks(page: RecordPage): Generator<string> {
+  yield '{"events":[';
+  for (let i = 0; i < page.records.length; i++) {
+    const [head, data, tail] = eventJsonParts(page.records[i]);
+    yield i === 0 ? head : `,${head}`;
+    yield data;
+    yield tail;
+  }
+  yield `],"next_cursor":${nextCursor(page)},"has_more":${page.hasMore},"latest_sequence":${page.latestSequence}}`;
 }
 
 /** Parses "Bearer <token>" (scheme case-insensitive, docs/api.md §5). */

@@ -1,8 +1,11 @@
 // GET …/events (cursor + long-poll) and POST …/events/{eventId}/ack.
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { invalidRequest } from '../../core/errors.js';
-import { pageJson } from '../../core/wire.js';
+import { invalidRequest, tooManyWaiters } from '../../core/errors.js';
+import { WAITER_RETRY_AFTER_SECONDS } from '../../core/limits.js';
+import { pageJsonChunks } from '../../core/wire.js';
+import { dropWhenStalled } from '../stall-watch.js';
 import { EventPageSchema, EventResponseSchema, ListEventsQuerySchema, type ListEventsQuery } from '../../schemas.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
@@ -16,8 +19,11 @@ const QUERY_FLAGS = new Map([
   ['false', 'false'],
 ]);
 
+/** What a page's writer buffers ahead of the socket: past it, it waits for the client to read. */
+const PAGE_CHUNK_BYTES = 64 * 1024;
+
 export async function eventRoutes(app: FastifyInstance): Promise<void> {
-  const { service } = app.roost;
+  const { service, waiters, metrics, config } = app.roost;
 
   // Event reads carry what outside senders wrote: never sniffed as another type, never cached.
   app.addHook('onRequest', (_request, reply, done) => {
@@ -71,8 +77,22 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
           clientGone(reply),
           request.ip,
         );
-        // Written here rather than by the schema's serialiser: stored data goes out as stored.
-        return reply.type('application/json; charset=utf-8').send(pageJson(page));
+        // Written here rather than by the schema's serialiser: stored data goes out as stored,
+        // event by event as the client takes it (backpressure), never the page in one string.
+        // The answer holds the page's records until the client has read it: it takes a slot
+        // of the client's waiter cap meanwhile, and a client that reads nothing is dropped.
+        const release = waiters.admitClient(request.ip);
+        if (!release) {
+          metrics.waitersRefused.inc({ limit: 'client' });
+          throw tooManyWaiters('client', config.maxWaitersPerIp, WAITER_RETRY_AFTER_SECONDS);
+        }
+        reply.raw.once('close', release);
+        dropWhenStalled(reply.raw, config.slowReaderTimeoutMs, () => {
+          metrics.slowReadersDropped.inc({ kind: 'page' });
+          request.log.info('events page dropped: its reader took nothing for the slow-reader timeout');
+        });
+        const body = Readable.from(pageJsonChunks(page), { objectMode: false, highWaterMark: PAGE_CHUNK_BYTES });
+        return reply.type('application/json; charset=utf-8').send(body);
       },
     },
   );
