@@ -171,12 +171,21 @@ export class RoostService {
     return { after, address, records: page.events, bytes, hasMore: page.hasMore, latestSequence: page.latestSequence };
   }
 
-  /** A slot for one held poll or stream, or 429 too_many_waiters (counted) when a cap is reached. */
-  private admitWaiter(addressId: string, client: string): () => void {
-    const admitted = this.waiters.admit(addressId, client);
+  /**
+   * A slot for one held poll or stream, or 429 too_many_waiters (counted) when a cap is
+   * reached. `token` has been authenticated: a view token takes a slot of the view tokens' share.
+   */
+  private admitWaiter(addressId: string, client: string, token: string | undefined): () => void {
+    const access = token?.startsWith(VIEW_TOKEN_PREFIX) ? 'view' : 'full';
+    const admitted = this.waiters.admit(addressId, client, access);
     if (typeof admitted === 'function') return admitted;
     this.metrics.waitersRefused.inc({ limit: admitted });
-    const cap = admitted === 'address' ? this.config.maxWaitersPerAddress : this.config.maxWaitersPerIp;
+    const cap =
+      admitted === 'address'
+        ? this.config.maxWaitersPerAddress
+        : admitted === 'view'
+          ? this.waiters.viewShare
+          : this.config.maxWaitersPerIp;
     throw tooManyWaiters(admitted, cap, WAITER_RETRY_AFTER_SECONDS);
   }
 
@@ -320,7 +329,7 @@ export class RoostService {
         }
         if (!release) {
           try {
-            release = this.admitWaiter(addressId, client);
+            release = this.admitWaiter(addressId, client, token);
           } catch (error) {
             ticket.cancel();
             throw error;
@@ -666,7 +675,7 @@ export class RoostService {
     client = '',
   ): Promise<EventStreamHandle> {
     let { expiresAt } = await this.authenticate(addressId, token);
-    const release = this.admitWaiter(addressId, client);
+    const release = this.admitWaiter(addressId, client, token);
     const unsubscribe = this.waiters.subscribe(addressId, cursor, onChange);
     const waiters = this.waiters;
     const maxBytes = this.config.maxPageBytes;

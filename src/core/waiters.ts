@@ -152,6 +152,8 @@ export class Waiters {
   private readonly tickets = new Map<string, Set<Ticket>>();
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly slotsByAddress = new Map<string, number>();
+  /** The part of slotsByAddress held with view tokens. */
+  private readonly viewSlotsByAddress = new Map<string, number>();
   private readonly slotsByClient = new Map<string, number>();
   private reader: SharedReader | undefined;
   private closing = false;
@@ -182,23 +184,38 @@ export class Waiters {
 
   /**
    * Takes a slot for one held poll or open stream of `addressId` by `client`, within the
-   * caps; returns its release (call it once), or which cap refused it.
+   * caps; returns its release (call it once), or which cap refused it. View tokens share
+   * at most viewShare() of the address's slots, so that however many idle polls and
+   * streams they open, the read token keeps the rest.
    */
-  admit(addressId: string, client: string): (() => void) | 'address' | 'client' {
+  admit(
+    addressId: string,
+    client: string,
+    access: 'full' | 'view' = 'full',
+  ): (() => void) | 'address' | 'client' | 'view' {
     const { perAddress, perClient } = this.caps;
     const byAddress = this.slotsByAddress.get(addressId) ?? 0;
     const byClient = this.slotsByClient.get(client) ?? 0;
+    const byViews = this.viewSlotsByAddress.get(addressId) ?? 0;
+    if (access === 'view' && perAddress > 0 && byViews >= this.viewShare) return 'view';
     if (perAddress > 0 && byAddress >= perAddress) return 'address';
     if (perClient > 0 && byClient >= perClient) return 'client';
     this.slotsByAddress.set(addressId, byAddress + 1);
     this.slotsByClient.set(client, byClient + 1);
+    if (access === 'view') this.viewSlotsByAddress.set(addressId, byViews + 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       decrement(this.slotsByAddress, addressId);
       decrement(this.slotsByClient, client);
+      if (access === 'view') decrement(this.viewSlotsByAddress, addressId);
     };
+  }
+
+  /** The slots of one address that its view tokens may hold together: half its cap, rounded down. */
+  get viewShare(): number {
+    return Math.floor(this.caps.perAddress / 2);
   }
 
   /**
