@@ -384,10 +384,17 @@ export class RoostService {
   // Each change wakes the address's held polls and streams, which re-check their credential
   // (listEvents, openStream); PostgreSQL announces it to the other instances as well.
 
-  async rotateReadToken(addressId: string, token: string | undefined): Promise<ReadTokenResponse> {
+  /** `revokeViewTokens`: every view token of the address goes in the same transaction. */
+  async rotateReadToken(
+    addressId: string,
+    token: string | undefined,
+    revokeViewTokens = false,
+  ): Promise<ReadTokenResponse> {
     await this.authenticate(addressId, token, 'rotate credentials');
     const readToken = newReadToken();
-    if (!(await this.storage.replaceReadToken(addressId, digestSecret(readToken), this.now()))) throw addressNotFound();
+    const digest = digestSecret(readToken);
+    if (!(await this.storage.replaceReadToken(addressId, digest, this.now(), revokeViewTokens)))
+      throw addressNotFound();
     this.waiters.wake(addressId);
     return { credentials: { read_token: readToken, note: CREDENTIALS_NOTE } };
   }

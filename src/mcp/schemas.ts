@@ -9,6 +9,7 @@ import {
   InboxSecretResponseSchema,
   ReadTokenResponseSchema,
   RotateInboxSecretSchema,
+  RotateReadTokenSchema,
   UpdateAddressSchema,
   ViewTokenCreatedSchema,
   ViewTokenListSchema,
@@ -141,6 +142,10 @@ export const deleteOutput = z.strictObject({
 });
 
 // --- credentials and updates (docs/api.md §5) ---------------------------------------------
+
+export function rotateReadInput(bound: boolean) {
+  return fromTypeBox(RotateReadTokenSchema).extend(addressArguments(bound)).strict();
+}
 
 export function rotateInboxInput(bound: boolean) {
   return fromTypeBox(RotateInboxSecretSchema).extend(addressArguments(bound)).strict();

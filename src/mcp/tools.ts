@@ -7,7 +7,7 @@ import { RoostError, invalidRequest, rateLimited, unauthorized } from '../core/e
 import { EVENT_CAPACITY } from '../core/limits.js';
 import type { ListOptions, RoostService } from '../core/service.js';
 import { bearerToken, toPage } from '../core/wire.js';
-import type { CreateViewToken, RotateInboxSecret, UpdateAddress } from '../credential-schemas.js';
+import type { CreateViewToken, RotateInboxSecret, RotateReadToken, UpdateAddress } from '../credential-schemas.js';
 import type { PutSender } from '../sender-schemas.js';
 import {
   UNTRUSTED_NOTICE,
@@ -29,6 +29,7 @@ import {
   revokeOutput,
   revokeViewTokenInput,
   rotateInboxInput,
+  rotateReadInput,
   senderOutput,
   updateInput,
   viewTokenCreatedOutput,
@@ -269,11 +270,13 @@ const rotateReadTokenTool = addressTool({
   title: 'Rotate the read token',
   description:
     'Replace the read token, e.g. after it leaked into a log or transcript. The result holds the new credentials.read_token, shown ONLY ONCE: ' +
-    'store it before anything else. The old token stops at once, everywhere; polls and streams it holds open end.',
-  input: getInput,
+    'store it before anything else. The old token stops at once, everywhere; polls and streams it holds open end. ' +
+    'View tokens keep working unless revoke_view_tokens is true.',
+  input: rotateReadInput,
   output: readTokenOutput,
   annotations: writes({ destructive: true, idempotent: false }),
-  call: ({ addressId, token }, _args, context) => context.service.rotateReadToken(addressId, token),
+  call: ({ addressId, token }, args, context) =>
+    context.service.rotateReadToken(addressId, token, (args as RotateReadToken).revoke_view_tokens === true),
   text: (result, addressId) => `New read token for ${addressId}; store it now.\n${json(result)}`,
 });
 

@@ -160,6 +160,8 @@ const SQL = {
   replaceReadToken: `
     WITH changed AS (
       UPDATE addresses SET read_token_digest = $3 WHERE id = $1 AND ${LIVE} RETURNING ${ADDRESS_COLUMNS}
+    ), revoked AS (
+      DELETE FROM view_tokens WHERE $4::boolean AND address_id IN (SELECT id FROM changed)
     )
     SELECT changed.*, pg_notify('${WAKE_CHANNEL}', id) FROM changed`,
   replaceIngressSecret: `
@@ -699,8 +701,13 @@ export class PostgresStorage implements Storage {
     return rows[0] ? toAddress(rows[0]) : null;
   }
 
-  async replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null> {
-    const { rows } = await this.query<AddressRow>(SQL.replaceReadToken, [id, now, digest]);
+  async replaceReadToken(
+    id: string,
+    digest: string,
+    now: number,
+    revokeViewTokens = false,
+  ): Promise<AddressRecord | null> {
+    const { rows } = await this.query<AddressRow>(SQL.replaceReadToken, [id, now, digest, revokeViewTokens]);
     return rows[0] ? toAddress(rows[0]) : null;
   }
 

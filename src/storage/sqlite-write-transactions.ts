@@ -180,6 +180,7 @@ export class SqliteWrites {
          VALUES (@id, @addressId, @tokenDigest, @label, @createdAt, @expiresAt)`,
       ),
       deleteViewToken: db.prepare('DELETE FROM view_tokens WHERE address_id = ? AND id = ?'),
+      deleteViewTokens: db.prepare('DELETE FROM view_tokens WHERE address_id = ?'),
       putSender: db.prepare(
         `INSERT INTO senders (${SENDER_COLUMNS})
          VALUES (@addressId, @provider, @enforce, @toleranceSeconds, @secretCount, @sealedSecrets, @sealedVerifyToken, @optionsJson, @updatedAt)
@@ -306,10 +307,11 @@ export class SqliteWrites {
     })();
   }
 
-  replaceReadToken(id: string, digest: string, now: number): AddressRecord | null {
+  replaceReadToken(id: string, digest: string, now: number, revokeViewTokens = false): AddressRecord | null {
     return this.db.transaction(() => {
       if (!this.sql.liveAddress.get(id, now)) return null;
       this.sql.replaceReadToken.run(digest, id);
+      if (revokeViewTokens) this.sql.deleteViewTokens.run(id);
       return toAddress(this.sql.liveAddress.get(id, now)!);
     })();
   }

@@ -339,8 +339,8 @@ export class SqliteStorage implements Storage {
     return this.forgetAround(id, this.call('updateAddress', id, changes, now));
   }
 
-  replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null> {
-    return this.forgetAround(id, this.call('replaceReadToken', id, digest, now));
+  replaceReadToken(id: string, digest: string, now: number, revokeViewTokens = false): Promise<AddressRecord | null> {
+    return this.forgetAround(id, this.call('replaceReadToken', id, digest, now, revokeViewTokens));
   }
 
   replaceIngressSecret(id: string, digest: string, previousUntil: number | null, now: number) {

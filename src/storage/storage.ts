@@ -183,7 +183,8 @@ export interface Storage {
    * credential holds open anywhere is re-checked.
    */
   updateAddress(id: string, changes: AddressChanges, now: number): Promise<AddressRecord | null>;
-  replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null>;
+  /** `revokeViewTokens`: the address's view tokens are deleted in the same transaction. */
+  replaceReadToken(id: string, digest: string, now: number, revokeViewTokens?: boolean): Promise<AddressRecord | null>;
   /** The current secret becomes the previous one, accepted until `previousUntil` (null: not at all). */
   replaceIngressSecret(
     id: string,
