@@ -13,6 +13,7 @@ import type {
 } from '../credential-schemas.js';
 import {
   RAW_EMAIL_PART,
+  type AckRecord,
   type AddressChanges,
   type AddressRecord,
   type EmailPart,
@@ -129,6 +130,11 @@ export interface EventStreamHandle {
     limit: number,
     maxBytes?: number,
   ): { records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked' | null;
+  /**
+   * The acknowledgements of events up to `upTo` made at or after `since` (ms), by
+   * sequence: for the stream's `ack` messages when no shared read brought them.
+   */
+  acksSince(since: number, upTo: number): Promise<AckRecord[]>;
   /** Stops the wake-ups; call it once when the stream ends. */
   close(): void;
 }
@@ -154,11 +160,11 @@ export class RoostService {
     private readonly secretBox?: SecretBox,
   ) {
     this.now = clock;
-    waiters.useReader((addressId, after) => this.readForWaiters(addressId, after));
+    waiters.useReader((addressId, after, ackSince) => this.readForWaiters(addressId, after, ackSince));
   }
 
   /** The one read a wake-up makes for all the polls and streams of an address. */
-  private async readForWaiters(addressId: string, after: number): Promise<SharedRead> {
+  private async readForWaiters(addressId: string, after: number, ackSince?: number): Promise<SharedRead> {
     this.metrics.wakeReads.inc();
     const address = await this.storage.getAddress(addressId, this.now());
     if (!address) return { after, address, records: [], bytes: [], hasMore: false, latestSequence: 0 };
@@ -168,7 +174,20 @@ export class RoostService {
         Buffer.byteLength(record.dataJson) +
         (record.metadataJson === null ? 0 : Buffer.byteLength(record.metadataJson)),
     );
-    return { after, address, records: page.events, bytes, hasMore: page.hasMore, latestSequence: page.latestSequence };
+    const acks =
+      ackSince === undefined
+        ? undefined
+        : await this.storage.listAcknowledged(addressId, ackSince, Number.MAX_SAFE_INTEGER, EVENT_CAPACITY);
+    return {
+      after,
+      address,
+      records: page.events,
+      bytes,
+      hasMore: page.hasMore,
+      latestSequence: page.latestSequence,
+      acks,
+      ackSince,
+    };
   }
 
   /**
@@ -364,8 +383,11 @@ export class RoostService {
 
   async ackEvent(addressId: string, token: string | undefined, eventId: string): Promise<{ event: Event }> {
     await this.authenticate(addressId, token, 'acknowledge events');
-    const record = namesNothing(eventId) ? null : await this.storage.ackEvent(addressId, eventId, this.now());
+    const now = this.now();
+    const record = namesNothing(eventId) ? null : await this.storage.ackEvent(addressId, eventId, now);
     if (!record) throw eventNotFound();
+    // Streams tell their readers (an `ack` message, docs/api.md §4.1); a repeat changes nothing.
+    if (record.acknowledgedAt === now) this.waiters.wake(addressId);
     return { event: toWireEvent(record) };
   }
 
@@ -377,6 +399,7 @@ export class RoostService {
   ): Promise<{ acknowledged: number; up_to_sequence: number }> {
     await this.authenticate(addressId, token, 'acknowledge events');
     const acknowledged = await this.storage.ackUpTo(addressId, upToSequence, this.now());
+    if (acknowledged > 0) this.waiters.wake(addressId);
     return { acknowledged, up_to_sequence: upToSequence };
   }
 
@@ -680,10 +703,11 @@ export class RoostService {
     cursor: () => number | undefined,
     onChange: (read?: Promise<SharedRead>) => void,
     client = '',
+    ackSince?: () => number | undefined,
   ): Promise<EventStreamHandle> {
     let { expiresAt } = await this.authenticate(addressId, token);
     const release = this.admitWaiter(addressId, client, token);
-    const unsubscribe = this.waiters.subscribe(addressId, cursor, onChange);
+    const unsubscribe = this.waiters.subscribe(addressId, cursor, onChange, ackSince);
     const waiters = this.waiters;
     const maxBytes = this.config.maxPageBytes;
     return {
@@ -709,6 +733,7 @@ export class RoostService {
         expiresAt = read.address.expiresAt;
         return sliceShared(read, after, limit, Math.min(bytes, maxBytes));
       },
+      acksSince: (since, upTo) => this.storage.listAcknowledged(addressId, since, upTo, EVENT_CAPACITY),
       close: () => {
         unsubscribe();
         release();

@@ -4,7 +4,7 @@
 // address, after the commit, and that one read is shared by all its polls and streams:
 // a thousand readers of one address must not cost a thousand reads per delivery.
 // Also here: the caps on held polls and streams per address and per client.
-import type { AddressRecord, EventRecord } from '../storage/storage.js';
+import type { AckRecord, AddressRecord, EventRecord } from '../storage/storage.js';
 
 export type WaitOutcome = 'woken' | 'timeout' | 'aborted' | 'closing';
 
@@ -20,10 +20,13 @@ export interface SharedRead {
   hasMore: boolean;
   /** The highest sequence the address had given out when read (EventPageRecord.latestSequence). */
   latestSequence: number;
+  /** When streams asked: the acknowledgements made at or after `ackSince` (Storage.listAcknowledged), read after the commit. */
+  acks?: AckRecord[];
+  ackSince?: number;
 }
 
-/** Makes the read shared by the parties of one wake-up. */
-export type SharedReader = (addressId: string, after: number) => Promise<SharedRead>;
+/** Makes the read shared by the parties of one wake-up; `ackSince`: read the acknowledgements since then too. */
+export type SharedReader = (addressId: string, after: number, ackSince?: number) => Promise<SharedRead>;
 
 /**
  * The part of a shared read that a party at `after` needs, cut by `limit` and `maxBytes`
@@ -58,6 +61,8 @@ interface Ticket {
 interface Listener {
   /** Undefined while it works through a backlog by itself: a shared read need not start low for it. */
   cursor(): number | undefined;
+  /** From when it wants to hear of acknowledgements (a stream's `ack` messages), if at all. */
+  ackSince?(): number | undefined;
   notify(read?: Promise<SharedRead>): void;
 }
 
@@ -267,10 +272,11 @@ export class Waiters {
     addressId: string,
     cursor: () => number | undefined,
     notify: (read?: Promise<SharedRead>) => void,
+    ackSince?: () => number | undefined,
   ): () => void {
     const set = this.listeners.get(addressId) ?? new Set<Listener>();
     this.listeners.set(addressId, set);
-    const listener: Listener = { cursor, notify };
+    const listener: Listener = { cursor, notify, ackSince };
     set.add(listener);
     return () => {
       set.delete(listener);
@@ -286,9 +292,14 @@ export class Waiters {
     let after = Infinity;
     if (tickets) for (const ticket of tickets) after = Math.min(after, ticket.after);
     const parties = listeners ? [...listeners] : [];
-    for (const listener of parties) after = Math.min(after, listener.cursor() ?? Infinity);
+    let ackSince: number | undefined;
+    for (const listener of parties) {
+      after = Math.min(after, listener.cursor() ?? Infinity);
+      const since = listener.ackSince?.();
+      if (since !== undefined) ackSince = Math.min(ackSince ?? Infinity, since);
+    }
     // Only streams working through a backlog: no shared read; each reads on once done.
-    const read = after === Infinity ? undefined : this.reader?.(addressId, after);
+    const read = after === Infinity ? undefined : this.reader?.(addressId, after, ackSince);
     // Each party awaits it; a failed read must not also surface as an unhandled rejection.
     read?.catch(() => undefined);
     if (tickets) {

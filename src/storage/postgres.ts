@@ -47,6 +47,7 @@ import {
 import {
   type AddressChanges,
   eventSize,
+  type AckRecord,
   type AddressRecord,
   type AppendInput,
   type AppendResult,
@@ -316,12 +317,23 @@ const SQL = {
   // For an empty page, which has no row to carry it.
   latestSequence: 'SELECT last_sequence FROM addresses WHERE id = $1',
   // COALESCE keeps the first acknowledged_at (docs/api.md §4: acknowledging again is a no-op).
+  // Each acknowledgement is announced: streams on every instance tell their readers (docs/api.md §4.1).
   ack: `
-    UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $3)
-    WHERE id = $2 AND address_id = $1
-    RETURNING ${EVENT_COLUMNS}`,
-  ackUpTo:
-    'UPDATE events SET acknowledged_at = $3 WHERE address_id = $1 AND sequence <= $2 AND acknowledged_at IS NULL',
+    WITH acked AS (
+      UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $3)
+      WHERE id = $2 AND address_id = $1
+      RETURNING ${EVENT_COLUMNS}
+    )
+    SELECT acked.*, pg_notify('${WAKE_CHANNEL}', address_id) FROM acked`,
+  ackUpTo: `
+    WITH acked AS (
+      UPDATE events SET acknowledged_at = $3 WHERE address_id = $1 AND sequence <= $2 AND acknowledged_at IS NULL
+      RETURNING address_id
+    ), counted AS (SELECT count(*)::int AS n FROM acked)
+    SELECT n, CASE WHEN n > 0 THEN pg_notify('${WAKE_CHANNEL}', $1) END AS notified FROM counted`,
+  acknowledged: `
+    SELECT id, sequence, acknowledged_at AS "acknowledgedAt" FROM events
+    WHERE address_id = $1 AND acknowledged_at >= $2 AND sequence <= $3 ORDER BY sequence LIMIT $4`,
 
   tryPurgeLock: 'SELECT pg_try_advisory_lock($1, $2) AS locked',
   purgeUnlock: 'SELECT pg_advisory_unlock($1, $2)',
@@ -1088,8 +1100,13 @@ export class PostgresStorage implements Storage {
   }
 
   async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
-    const { rowCount } = await this.query(SQL.ackUpTo, [addressId, upTo, now]);
-    return rowCount ?? 0;
+    const { rows } = await this.query<{ n: number }>(SQL.ackUpTo, [addressId, upTo, now]);
+    return rows[0]?.n ?? 0;
+  }
+
+  async listAcknowledged(addressId: string, since: number, upTo: number, limit: number): Promise<AckRecord[]> {
+    const { rows } = await this.query<AckRecord>(SQL.acknowledged, [addressId, since, upTo, limit]);
+    return rows;
   }
 
   // --- email parts (migration 4) -------------------------------------------------------

@@ -41,6 +41,7 @@ import type {
 import { toAppendTuple, type AppendTuple, type CommitStats } from './sqlite-write-transactions.js';
 import type {
   AddressChanges,
+  AckRecord,
   AddressRecord,
   AppendInput,
   EmailPart,
@@ -227,6 +228,10 @@ export class SqliteStorage implements Storage {
         ),
         countEvents: db.prepare<[string], { n: number }>(
           `SELECT COUNT(*) AS n FROM events WHERE address_key = ${KEY_OF_ID}`,
+        ),
+        acknowledged: db.prepare<[string, number, number, number], AckRecord>(
+          `SELECT id, sequence, acknowledged_at AS acknowledgedAt FROM events
+           WHERE address_key = ${KEY_OF_ID} AND acknowledged_at >= ? AND sequence <= ? ORDER BY sequence LIMIT ?`,
         ),
         anyAcknowledged: db.prepare<[string], { one: number }>(
           `SELECT 1 AS one FROM events WHERE address_key = ${KEY_OF_ID} AND acknowledged_at IS NOT NULL LIMIT 1`,
@@ -436,6 +441,10 @@ export class SqliteStorage implements Storage {
 
   async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
     return this.call('ackUpTo', addressId, upTo, now);
+  }
+
+  async listAcknowledged(addressId: string, since: number, upTo: number, limit: number): Promise<AckRecord[]> {
+    return this.sql.acknowledged.all(addressId, since, upTo, limit);
   }
 
   async getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null> {

@@ -43,6 +43,13 @@ export interface SenderRecord {
 }
 
 /** A read-only credential of one address (GET the address and its events, nothing else). */
+/** An acknowledgement: which event, and when (milliseconds). */
+export interface AckRecord {
+  id: string;
+  sequence: number;
+  acknowledgedAt: number;
+}
+
 export interface ViewTokenRecord {
   id: string;
   addressId: string;
@@ -237,6 +244,12 @@ export interface Storage {
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
   /** Acknowledges every unacknowledged event with sequence ≤ upTo; returns how many. */
   ackUpTo(addressId: string, upTo: number, now: number): Promise<number>;
+  /**
+   * The acknowledged events with sequence ≤ upTo whose acknowledged_at is at or after
+   * `since`, by sequence, at most `limit` (what a stream tells its readers, docs/api.md §4.1).
+   * Acknowledging wakes the address's waiters; engines shared by several processes announce it.
+   */
+  listAcknowledged(addressId: string, since: number, upTo: number, limit: number): Promise<AckRecord[]>;
 
   /** One part of an event of this address, or null. */
   getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null>;

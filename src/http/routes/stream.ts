@@ -7,6 +7,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { addressNotFound, invalidRequest, unauthorized } from '../../core/errors.js';
 import { eventJsonParts } from '../../core/event-json.js';
+import { isoTime } from '../../core/iso-time.js';
 import { LIMIT_MAX } from '../../core/limits.js';
 import type { Metrics } from '../../core/metrics.js';
 import type { EventStreamHandle } from '../../core/service.js';
@@ -26,6 +27,12 @@ const BATCH = LIMIT_MAX;
 const BATCH_BYTES = 256 * 1024;
 /** A message is written in slices of this many characters, each once the last has drained. */
 const SLICE = 64 * 1024;
+/**
+ * Acknowledgements are asked for from this long before the latest one told: instances
+ * stamp them by their own clocks and commit them in any order, so a later-committed ack
+ * may carry an earlier time. Those already told in the window are not told again.
+ */
+const ACK_WINDOW_MS = 60_000;
 /** setTimeout's ceiling (~24.8 days); a later expiry re-arms the timer. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const DIGITS = /^\d{1,16}$/;
@@ -58,6 +65,10 @@ class SseStream {
   private shared?: Promise<SharedRead>;
   private heartbeat?: NodeJS.Timeout;
   private expiry?: NodeJS.Timeout;
+  /** Acknowledgements at or after this time (ms) may not have been told yet. */
+  private ackSince = 0;
+  /** Events at or below the cursor acknowledged at or after ackSince, already told (sequence → time). */
+  private readonly acksTold = new Map<number, number>();
 
   constructor(
     private readonly res: ServerResponse,
@@ -75,6 +86,11 @@ class SseStream {
    */
   get sharedCursor(): number | undefined {
     return this.behind ? undefined : this.cursor;
+  }
+
+  /** From when a shared read must read acknowledgements for this stream. */
+  get sharedAckSince(): number | undefined {
+    return this.behind ? undefined : this.ackSince;
   }
 
   start(): void {
@@ -131,10 +147,11 @@ class SseStream {
 
   private async sendPending(): Promise<void> {
     if (this.handle.closing) return this.end(); // shutdown: clients reconnect with Last-Event-ID
-    const shared = this.shared;
+    const pending = this.shared;
     this.shared = undefined;
+    const shared = pending ? await pending : undefined;
     // Started after the commit that woke us, and from a cursor no later than ours.
-    let page = shared ? this.handle.fromShared(await shared, this.cursor, BATCH, BATCH_BYTES) : null;
+    let page = shared ? this.handle.fromShared(shared, this.cursor, BATCH, BATCH_BYTES) : null;
     for (;;) {
       page ??= await this.handle.readAfter(this.cursor, BATCH, BATCH_BYTES);
       if (this.ended) return;
@@ -157,10 +174,43 @@ class SseStream {
         await this.send(`${tail}\n\n`);
         if (this.ended) return;
         this.cursor = record.sequence;
+        // The event carried its acknowledgement, if it had one: no `ack` message for it.
+        if (record.acknowledgedAt !== null && record.acknowledgedAt >= this.ackSince)
+          this.acksTold.set(record.sequence, record.acknowledgedAt);
       }
       this.behind = page.hasMore;
-      if (!page.hasMore || this.ended) return;
+      if (this.ended) return;
+      if (!page.hasMore) return this.sendAcks(shared);
       page = null;
+    }
+  }
+
+  /**
+   * Tells the reader of acknowledgements of events it was sent (at or below the cursor)
+   * since ackSince: an `ack` message each, without an id (they do not move the cursor).
+   * From the wake-up's shared read when it has them, else read here. On a (re)connect
+   * ackSince is 0, so a reader resuming with Last-Event-ID hears every acknowledgement of
+   * the events it had been sent, including those made while it was away.
+   */
+  private async sendAcks(shared: SharedRead | undefined): Promise<void> {
+    if (this.cursor === 0) return; // nothing sent yet, nothing to tell
+    const acks =
+      shared?.acks !== undefined && shared.ackSince !== undefined && shared.ackSince <= this.ackSince
+        ? shared.acks
+        : await this.handle.acksSince(this.ackSince, this.cursor);
+    let latest = -Infinity;
+    for (const ack of acks) {
+      if (this.ended) return;
+      if (ack.sequence > this.cursor || ack.acknowledgedAt < this.ackSince) continue;
+      latest = Math.max(latest, ack.acknowledgedAt);
+      if (this.acksTold.has(ack.sequence)) continue;
+      this.acksTold.set(ack.sequence, ack.acknowledgedAt);
+      const data = `{"id":${JSON.stringify(ack.id)},"sequence":${ack.sequence},"acknowledged_at":"${isoTime(ack.acknowledgedAt)}"}`;
+      await this.send(`event: ack\ndata: ${data}\n\n`);
+    }
+    if (latest - ACK_WINDOW_MS > this.ackSince) {
+      this.ackSince = latest - ACK_WINDOW_MS;
+      for (const [sequence, at] of this.acksTold) if (at < this.ackSince) this.acksTold.delete(sequence);
     }
   }
 
@@ -281,6 +331,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           () => opened.stream?.sharedCursor,
           (read) => opened.stream?.pump(read),
           request.ip,
+          () => opened.stream?.sharedAckSince,
         );
         reply.hijack();
         if (left.aborted) {
