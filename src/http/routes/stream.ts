@@ -286,6 +286,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
         description:
           'Every event past `after` (or the Last-Event-ID header, which wins) is sent first, then each new one as it is committed. ' +
           'Each message is `id: {sequence}` and `data: {Event as JSON}`; a comment line comes at least every 15 s. ' +
+          'When an event already sent is acknowledged, `event: ack` comes with `data: {"id","sequence","acknowledged_at"}` and no id; a connection that starts after a cursor first tells the acknowledgements of the events up to it. ' +
           'When the address is deleted or expires the server sends `event: gone` and closes. A reconnect with Last-Event-ID misses nothing and repeats nothing.',
         security: bearerSecurity,
         params: AddressParamsSchema,
