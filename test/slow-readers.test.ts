@@ -92,6 +92,20 @@ async function neverReading(
   };
 }
 
+/**
+ * Reads the whole queue a few times at once, so that the baseline is taken from a server
+ * whose heap has already grown to what serving large pages takes (a one-time sizing, not
+ * what slow readers hold).
+ */
+async function warmUp(base: string, a: CreatedAddress): Promise<void> {
+  const reads = await Promise.all(
+    Array.from({ length: 8 }, () =>
+      request(base, 'GET', `/api/v1/addresses/${a.id}/events?limit=100`, { token: a.token }),
+    ),
+  );
+  for (const read of reads) assert.equal(read.status, 200);
+}
+
 describe('slow readers: memory stays bounded', () => {
   let dir: string;
   let server: ServerProcess;
@@ -120,9 +134,7 @@ describe('slow readers: memory stays bounded', () => {
 
   it(`${STREAMS} streams that never read, replaying ${EVENTS} events of 250 KB each, grow the server by at most 64 MiB; a reader that resumes gets every event`, async (t) => {
     const pid = server.child.pid!;
-    // Warm the paths once (JIT, pools) so the baseline is the server at work, not at rest.
-    const warm = await request(server.url, 'GET', `/api/v1/addresses/${a.id}/events?limit=100`, { token: a.token });
-    assert.equal(warm.status, 200);
+    await warmUp(server.url, a);
     const baseline = rssOf(pid);
     const readers = await neverReading(
       port,
@@ -153,6 +165,66 @@ describe('slow readers: memory stays bounded', () => {
         ids,
         Array.from({ length: EVENTS }, (_, i) => i + 1),
       );
+    } finally {
+      readers.close();
+    }
+  });
+});
+
+describe('slow readers: pages are read in parts as they are written', () => {
+  let dir: string;
+  let server: ServerProcess;
+  let a: CreatedAddress;
+  let port: number;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'roost-slow-pages-'));
+    server = await spawnServer({
+      ROOST_DB: join(dir, 'roost.db'),
+      ROOST_CREATE_RATE: '1000/sec',
+      ROOST_SLOW_READER_TIMEOUT_MS: '3000',
+      LOG_LEVEL: 'warn',
+    });
+    port = Number(new URL(server.url).port);
+    a = await createAddress(server.url);
+    for (let n = 1; n <= EVENTS; n++) {
+      const res = await deliver(a.inbox, { data: { n, filler: String(n % 10).repeat(250_000) } });
+      assert.equal(res.status, 202, res.text);
+    }
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(`${STREAMS} pages of 4 MiB that are never read grow the server by at most 64 MiB until they are dropped`, async (t) => {
+    const pid = server.child.pid!;
+    const page = await request(server.url, 'GET', `/api/v1/addresses/${a.id}/events?limit=100`, { token: a.token });
+    assert.equal(page.body.events.length, 16, 'a page of 4 MiB');
+    await warmUp(server.url, a);
+    const baseline = rssOf(pid);
+    const readers = await neverReading(
+      port,
+      `/api/v1/addresses/${a.id}/events?limit=100`,
+      { authorization: `Bearer ${a.token}` },
+      STREAMS,
+      0,
+    );
+    try {
+      let peak = 0;
+      // Until every page has been dropped for not being read, or the server grew past the bound.
+      await eventually(
+        async () => {
+          peak = Math.max(peak, rssOf(pid) - baseline);
+          if (peak > GROWTH_BOUND) return true;
+          return (await metric(server.url, /^roost_slow_readers_dropped_total\{kind="page"\} (\d+)$/m)) === STREAMS;
+        },
+        'every page dropped',
+        60_000,
+      );
+      t.diagnostic(`server RSS grew by ${(peak / MiB).toFixed(1)} MiB`);
+      assert.ok(peak <= GROWTH_BOUND, `the server grew by ${Math.round(peak / MiB)} MiB`);
     } finally {
       readers.close();
     }

@@ -97,6 +97,11 @@ export interface ListOptions {
   wait: number;
   /** Only events without acknowledged_at (docs/api.md §4); a long poll waits for one of those. */
   unacked?: boolean;
+  /**
+   * Read at most this many stored bytes (one event at least), below the page bound: the
+   * first part of a page written in parts (readPagePart reads the others).
+   */
+  partBytes?: number;
 }
 
 /** Which transport a delivery came through, for metrics. */
@@ -329,7 +334,7 @@ export class RoostService {
     const deadline = this.now() + options.wait * 1000;
     const { after, limit } = options;
     const unacked = options.unacked === true;
-    const maxBytes = this.config.maxPageBytes;
+    const maxBytes = Math.min(options.partBytes ?? Infinity, this.config.maxPageBytes);
     let release: (() => void) | undefined;
     // From the last page read: what a poll answered without a page of its own reports.
     let latestSequence: number;
@@ -379,6 +384,21 @@ export class RoostService {
     } finally {
       release?.();
     }
+  }
+
+  /**
+   * A further part of a page whose first part listEvents read (and authorised): the
+   * events past `after`, at most `limit` and `maxBytes` of stored data, one at least.
+   */
+  async readPagePart(
+    addressId: string,
+    after: number,
+    limit: number,
+    maxBytes: number,
+    unacked = false,
+  ): Promise<RecordPage> {
+    const page = await this.storage.listEvents(addressId, after, limit, maxBytes, unacked);
+    return { records: page.events, hasMore: page.hasMore, after, latestSequence: page.latestSequence };
   }
 
   async ackEvent(addressId: string, token: string | undefined, eventId: string): Promise<{ event: Event }> {

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { invalidRequest, tooManyWaiters } from '../../core/errors.js';
 import { WAITER_RETRY_AFTER_SECONDS } from '../../core/limits.js';
-import { pageJsonChunks } from '../../core/wire.js';
+import { pageJsonInParts } from '../../core/wire.js';
 import { dropWhenStalled } from '../stall-watch.js';
 import { EventPageSchema, EventResponseSchema, ListEventsQuerySchema, type ListEventsQuery } from '../../schemas.js';
 import { AddressParamsSchema } from './addresses.js';
@@ -21,6 +21,8 @@ const QUERY_FLAGS = new Map([
 
 /** What a page's writer buffers ahead of the socket: past it, it waits for the client to read. */
 const PAGE_CHUNK_BYTES = 64 * 1024;
+/** A page is read from storage in parts of at most this many stored bytes (one event at least). */
+const PAGE_PART_BYTES = 256 * 1024;
 
 export async function eventRoutes(app: FastifyInstance): Promise<void> {
   const { service, waiters, metrics, config } = app.roost;
@@ -70,17 +72,19 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
       },
       handler: async (request, reply) => {
         const { after, limit, wait, unacked } = request.query;
+        const { addressId } = request.params;
         const page = await service.listEvents(
-          request.params.addressId,
+          addressId,
           requestToken(request),
-          { after, limit, wait, unacked },
+          { after, limit, wait, unacked, partBytes: PAGE_PART_BYTES },
           clientGone(reply),
           request.ip,
         );
         // Written here rather than by the schema's serialiser: stored data goes out as stored,
-        // event by event as the client takes it (backpressure), never the page in one string.
-        // The answer holds the page's records until the client has read it: it takes a slot
-        // of the client's waiter cap meanwhile, and a client that reads nothing is dropped.
+        // event by event as the client takes it (backpressure), never the page in one string,
+        // and the page is read in parts as the writer gets to them. Until the client has read
+        // it the answer takes a slot of the client's waiter cap, and a client that reads
+        // nothing is dropped.
         const release = waiters.admitClient(request.ip);
         if (!release) {
           metrics.waitersRefused.inc({ limit: 'client' });
@@ -91,7 +95,15 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
           metrics.slowReadersDropped.inc({ kind: 'page' });
           request.log.info('events page dropped: its reader took nothing for the slow-reader timeout');
         });
-        const body = Readable.from(pageJsonChunks(page), { objectMode: false, highWaterMark: PAGE_CHUNK_BYTES });
+        const pieces = pageJsonInParts(
+          page,
+          limit,
+          config.maxPageBytes,
+          PAGE_PART_BYTES,
+          (from, left, maxBytes) => service.readPagePart(addressId, from, left, maxBytes, unacked),
+          PAGE_CHUNK_BYTES,
+        );
+        const body = Readable.from(pieces, { objectMode: false, highWaterMark: PAGE_CHUNK_BYTES });
         return reply.type('application/json; charset=utf-8').send(body);
       },
     },

@@ -8,6 +8,7 @@ import { Type } from 'typebox';
 import { addressNotFound, invalidRequest, unauthorized } from '../../core/errors.js';
 import { eventJsonParts } from '../../core/event-json.js';
 import { isoTime } from '../../core/iso-time.js';
+import { textSlices } from '../../core/wire.js';
 import { LIMIT_MAX } from '../../core/limits.js';
 import type { Metrics } from '../../core/metrics.js';
 import type { EventStreamHandle } from '../../core/service.js';
@@ -219,13 +220,9 @@ class SseStream {
    * that a slow reader holds at most one slice beyond the socket's buffer here.
    */
   private async send(message: string): Promise<void> {
-    for (let start = 0; start < message.length && !this.ended;) {
-      let end = Math.min(start + SLICE, message.length);
-      // Never between the two halves of a surrogate pair: each slice is encoded on its own.
-      if (end < message.length && isHighSurrogate(message.charCodeAt(end - 1))) end--;
-      const queued = !this.res.write(message.slice(start, end));
-      start = end;
-      if (queued) await this.drained();
+    for (const slice of textSlices(message, SLICE)) {
+      if (this.ended) return;
+      if (!this.res.write(slice)) await this.drained();
     }
   }
 
@@ -271,8 +268,6 @@ class SseStream {
     else this.res.end();
   }
 }
-
-const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
 
 export async function streamRoutes(app: FastifyInstance): Promise<void> {
   const { service, metrics, config } = app.roost;
