@@ -41,7 +41,7 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Read the queue by cursor, optionally long-polling',
         description:
           'Events with sequence > after, ascending: at most `limit`, and a page stops before the event that would take it past the page byte bound (ROOST_MAX_PAGE_BYTES of stored data, 4 MiB by default), though it always holds at least one event; `has_more` is true when events were left for the next page. ' +
-          'With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass; a held poll counts against the caps on waiters per address and per client, and a page being written against the client's until it has been read (429 too_many_waiters). Acknowledged events stay in pages. ' +
+          'With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass; a held poll counts against the caps on waiters per address and per client, and a page being written against the client cap until it has been read (429 too_many_waiters). Acknowledged events stay in pages. ' +
           'With unacked=1 only events without acknowledged_at are returned (and waited for); `latest_sequence` tells a cursor past the end of the queue from a quiet queue.',
         security: bearerSecurity,
         params: AddressParamsSchema,
