@@ -134,7 +134,7 @@ export const tooManyWaiters = (scope: 'address' | 'client' | 'view', limit: numb
       ? `This return address already has ${limit} long-polls and streams open; close one, or retry later.`
       : scope === 'view'
         ? `The view tokens of this return address already hold ${limit} long-polls and streams, their share of its slots; close one, or retry later.`
-        : `This client already has ${limit} long-polls and streams open; close one, or retry later.`,
+        : `This client already has ${limit} long-polls, streams and unread pages open; close one, or retry later.`,
     { 'Retry-After': String(retryAfterSeconds) },
   );
 
