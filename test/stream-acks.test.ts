@@ -151,7 +151,9 @@ describe(
       try {
         const a = await createAddress(one.url);
         const stream = await SseReader.open(one.url, a);
-        const event = (await deliver(a.inbox, { data: 'x' })).body.event;
+        // Delivered through the other instance: only its announcement wakes this stream, so
+        // once the event is here no wake-up of this instance is still on its way.
+        const event = (await deliver(a.inbox.replace(one.url, other.url), { data: 'x' })).body.event;
         await eventually(() => stream.ids.length === 1, 'the event');
         const acked = await ack(other.url, a, event.id);
         assert.equal(acked.status, 200);

@@ -317,20 +317,12 @@ const SQL = {
   // For an empty page, which has no row to carry it.
   latestSequence: 'SELECT last_sequence FROM addresses WHERE id = $1',
   // COALESCE keeps the first acknowledged_at (docs/api.md §4: acknowledging again is a no-op).
-  // Each acknowledgement is announced: streams on every instance tell their readers (docs/api.md §4.1).
   ack: `
-    WITH acked AS (
-      UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $3)
-      WHERE id = $2 AND address_id = $1
-      RETURNING ${EVENT_COLUMNS}
-    )
-    SELECT acked.*, pg_notify('${WAKE_CHANNEL}', address_id) FROM acked`,
-  ackUpTo: `
-    WITH acked AS (
-      UPDATE events SET acknowledged_at = $3 WHERE address_id = $1 AND sequence <= $2 AND acknowledged_at IS NULL
-      RETURNING address_id
-    ), counted AS (SELECT count(*)::int AS n FROM acked)
-    SELECT n, CASE WHEN n > 0 THEN pg_notify('${WAKE_CHANNEL}', $1) END AS notified FROM counted`,
+    UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $3)
+    WHERE id = $2 AND address_id = $1
+    RETURNING ${EVENT_COLUMNS}`,
+  ackUpTo:
+    'UPDATE events SET acknowledged_at = $3 WHERE address_id = $1 AND sequence <= $2 AND acknowledged_at IS NULL',
   acknowledged: `
     SELECT id, sequence, acknowledged_at AS "acknowledgedAt" FROM events
     WHERE address_id = $1 AND acknowledged_at >= $2 AND sequence <= $3 ORDER BY sequence LIMIT $4`,
@@ -1094,14 +1086,19 @@ export class PostgresStorage implements Storage {
     return { events: rows.map(toEvent), hasMore: rows[0].candidates > rows.length, latestSequence: rows[0].latest };
   }
 
+  // An acknowledgement is announced after its commit, as a delivery is: streams on every
+  // instance tell their readers (docs/api.md §4.1).
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
     const { rows } = await this.query<EventRow>(SQL.ack, [addressId, eventId, now]);
-    return rows[0] ? toEvent(rows[0]) : null;
+    const record = rows[0] ? toEvent(rows[0]) : null;
+    if (record?.acknowledgedAt === now) this.announce(addressId);
+    return record;
   }
 
   async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
-    const { rows } = await this.query<{ n: number }>(SQL.ackUpTo, [addressId, upTo, now]);
-    return rows[0]?.n ?? 0;
+    const { rowCount } = await this.query(SQL.ackUpTo, [addressId, upTo, now]);
+    if (rowCount) this.announce(addressId);
+    return rowCount ?? 0;
   }
 
   async listAcknowledged(addressId: string, since: number, upTo: number, limit: number): Promise<AckRecord[]> {
