@@ -70,6 +70,8 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** A page of events stops before the event that would take its stored bytes past this (one event at least). */
   maxPageBytes: number;
+  /** A stream or page whose reader takes nothing for this long (to twice as long) is dropped. */
+  slowReaderTimeoutMs: number;
   /** Inbound email: bounds on what one sender and one message may cost (docs/email.md). */
   email: EmailLimits;
   /** ROOST_SECRET_KEY: seals sender secrets (docs/api.md §3.2); when unset, the key in secretKeyPath. */
@@ -139,6 +141,7 @@ export const ENV_VARS = [
   'ROOST_HEADERS_TIMEOUT_MS',
   'ROOST_KEEP_ALIVE_TIMEOUT_MS',
   'ROOST_MAX_PAGE_BYTES',
+  'ROOST_SLOW_READER_TIMEOUT_MS',
   'ROOST_SMTP_TLS_CERT',
   'ROOST_SMTP_TLS_KEY',
   'ROOST_SMTP_MAX_CONNECTIONS_PER_IP',
@@ -363,6 +366,7 @@ export function loadConfig(env: Env = {}): Config {
     headersTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'ROOST_KEEP_ALIVE_TIMEOUT_MS', 5_000, 1, 3_600_000),
     maxPageBytes: parseSize(env, 'ROOST_MAX_PAGE_BYTES', 4 * 1024 * 1024),
+    slowReaderTimeoutMs: integer(env, 'ROOST_SLOW_READER_TIMEOUT_MS', 15_000, 100, 3_600_000),
     email: {
       tlsCertPath,
       tlsKeyPath,

@@ -19,6 +19,19 @@ export const ReadTokenResponseSchema = Type.Object(
 );
 export type ReadTokenResponse = Static<typeof ReadTokenResponseSchema>;
 
+export const RotateReadTokenSchema = Type.Object(
+  {
+    revoke_view_tokens: Type.Optional(
+      Type.Boolean({
+        description:
+          'Also revoke every view token of the address, in the same change (without it, view tokens keep working).',
+      }),
+    ),
+  },
+  { title: 'RotateReadToken', additionalProperties: false },
+);
+export type RotateReadToken = Static<typeof RotateReadTokenSchema>;
+
 export const RotateInboxSecretSchema = Type.Object(
   {
     grace_seconds: Type.Optional(

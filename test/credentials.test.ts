@@ -3,6 +3,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import pg from 'pg';
 import {
   assertError,
@@ -13,6 +15,7 @@ import {
   type CreatedAddress,
   type WireResponse,
 } from './helpers/http.js';
+import { eventually } from './helpers/engines.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
 import { spawnServer, type ServerProcess } from './helpers/process.js';
 import { ENGINES, engineSkipReason, startTestServer, type TestServer } from './helpers/server.js';
@@ -216,6 +219,65 @@ for (const engine of ENGINES) {
       assertError(await call(viewer, 'GET', ''), 401, 'unauthorized');
       assert.equal((await call({ ...address, token: kept.token }, 'GET', '')).status, 200, 'the other one still works');
       assertError(await call(address, 'DELETE', `/view-tokens/${revoked.id}`), 404, 'view_token_not_found');
+    });
+
+    it('rotation keeps view tokens; with revoke_view_tokens it revokes every one in the same call and ends what they hold open', async () => {
+      const address = await createAddress(base);
+      const survivor = await viewTokenOf(address);
+      const plain = await call(address, 'POST', '/read-token', { body: {} });
+      assert.equal(plain.status, 200, plain.text);
+      let owner = { ...address, token: plain.body.credentials.read_token as string };
+      assert.equal((await call({ ...address, token: survivor.token }, 'GET', '')).status, 200, 'kept by default');
+      assert.equal((await call(owner, 'GET', '/view-tokens')).body.view_tokens.length, 1);
+
+      const second = await viewTokenOf(owner);
+      const viewer = { ...address, token: second.token };
+      const held = listEvents(base, viewer, 'wait=20');
+      await eventually(() => server.roost.waiters.held === 1, 'the view token’s poll is held');
+      let rotated: WireResponse | undefined;
+      const text = await streamUntil(
+        `${base}/api/v1/addresses/${address.id}/events/stream`,
+        survivor.token,
+        /event: revoked/,
+        async () => (rotated = await call(owner, 'POST', '/read-token', { body: { revoke_view_tokens: true } })),
+      );
+      assert.equal(rotated?.status, 200, rotated?.text);
+      assert.match(text, /event: revoked/);
+      assertError(await held, 401, 'unauthorized');
+      for (const token of [survivor.token, second.token, owner.token])
+        assertError(await call({ ...address, token }, 'GET', ''), 401, 'unauthorized');
+      owner = { ...address, token: rotated.body.credentials.read_token as string };
+      assert.deepEqual((await call(owner, 'GET', '/view-tokens')).body.view_tokens, []);
+
+      // The flag is a boolean, and nothing else may come with it.
+      assertError(
+        await call(owner, 'POST', '/read-token', { body: { revoke_view_tokens: 'yes' } }),
+        400,
+        'invalid_request',
+      );
+      assertError(await call(owner, 'POST', '/read-token', { body: { revoke: true } }), 400, 'invalid_request');
+      assert.equal((await call(owner, 'GET', '')).status, 200, 'a refused rotation changed nothing');
+    });
+
+    it('MCP rotate_read_token passes revoke_view_tokens through', async () => {
+      const address = await createAddress(base);
+      const kept = await viewTokenOf(address);
+      const mcp = new Client({ name: 'credentials-test', version: '1.0.0' });
+      await mcp.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp/${address.id}`)));
+      try {
+        const first = await mcp.callTool({ name: 'rotate_read_token', arguments: { read_token: address.token } });
+        assert.notEqual(first.isError, true, JSON.stringify(first.content));
+        const token = (first.structuredContent as { credentials: { read_token: string } }).credentials.read_token;
+        assert.equal((await call({ ...address, token: kept.token }, 'GET', '')).status, 200, 'kept without the flag');
+        const second = await mcp.callTool({
+          name: 'rotate_read_token',
+          arguments: { read_token: token, revoke_view_tokens: true },
+        });
+        assert.notEqual(second.isError, true, JSON.stringify(second.content));
+        assertError(await call({ ...address, token: kept.token }, 'GET', ''), 401, 'unauthorized');
+      } finally {
+        await mcp.close();
+      }
     });
 
     it('caps the view tokens of one address (ROOST_MAX_VIEW_TOKENS) and lets expired ones lapse', async () => {

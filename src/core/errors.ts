@@ -126,13 +126,15 @@ export function fromStorage<E>(error: E): E | RoostError {
 }
 
 /** A cap on held polls and streams (per address or per client) is reached. */
-export const tooManyWaiters = (scope: 'address' | 'client', limit: number, retryAfterSeconds: number) =>
+export const tooManyWaiters = (scope: 'address' | 'client' | 'view', limit: number, retryAfterSeconds: number) =>
   new RoostError(
     'too_many_waiters',
     429,
     scope === 'address'
       ? `This return address already has ${limit} long-polls and streams open; close one, or retry later.`
-      : `This client already has ${limit} long-polls and streams open; close one, or retry later.`,
+      : scope === 'view'
+        ? `The view tokens of this return address already hold ${limit} long-polls and streams, their share of its slots; close one, or retry later.`
+        : `This client already has ${limit} long-polls, streams and unread pages open; close one, or retry later.`,
     { 'Retry-After': String(retryAfterSeconds) },
   );
 

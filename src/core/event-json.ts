@@ -9,10 +9,20 @@ import { isoTime } from './iso-time.js';
 const text = JSON.stringify;
 
 export function eventJson(record: EventRecord): string {
-  let out = `{"id":${text(record.id)},"address_id":${text(record.addressId)},"sequence":${record.sequence},"type":${text(record.type)},"source":${text(record.source)},"data":${record.dataJson}`;
-  if (record.metadataJson !== null) out += `,"metadata":${record.metadataJson}`;
-  if (record.dedupeKey !== null) out += `,"dedupe_key":${text(record.dedupeKey)}`;
-  out += `,"created_at":"${isoTime(record.createdAt)}"`;
-  if (record.acknowledgedAt !== null) out += `,"acknowledged_at":"${isoTime(record.acknowledgedAt)}"`;
-  return `${out}}`;
+  const [head, data, tail] = eventJsonParts(record);
+  return head + data + tail;
+}
+
+/**
+ * eventJson in three parts: what comes before `data`, the stored data text itself, and the
+ * rest; a writer can send the (possibly large) stored text without copying it into one string.
+ */
+export function eventJsonParts(record: EventRecord): [string, string, string] {
+  const head = `{"id":${text(record.id)},"address_id":${text(record.addressId)},"sequence":${record.sequence},"type":${text(record.type)},"source":${text(record.source)},"data":`;
+  let tail = '';
+  if (record.metadataJson !== null) tail += `,"metadata":${record.metadataJson}`;
+  if (record.dedupeKey !== null) tail += `,"dedupe_key":${text(record.dedupeKey)}`;
+  tail += `,"created_at":"${isoTime(record.createdAt)}"`;
+  if (record.acknowledgedAt !== null) tail += `,"acknowledged_at":"${isoTime(record.acknowledgedAt)}"`;
+  return [head, record.dataJson, `${tail}}`];
 }

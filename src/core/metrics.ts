@@ -90,6 +90,19 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly streamsStalled = new Gauge({
+    name: 'roost_streams_stalled',
+    help: 'Server-Sent Event streams waiting for their reader to take what was written (backpressure).',
+    registers: [this.registry],
+  });
+
+  readonly slowReadersDropped = new Counter({
+    name: 'roost_slow_readers_dropped_total',
+    help: 'Streams and pages whose connection was closed because the reader took nothing for ROOST_SLOW_READER_TIMEOUT_MS.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   readonly wakeReads = new Counter({
     name: 'roost_wake_reads_total',
     help: 'Storage reads made for a wake-up: one per address woken, shared by all its polls and streams.',

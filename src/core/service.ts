@@ -13,6 +13,7 @@ import type {
 } from '../credential-schemas.js';
 import {
   RAW_EMAIL_PART,
+  type AckRecord,
   type AddressChanges,
   type AddressRecord,
   type EmailPart,
@@ -110,6 +111,11 @@ export interface ListOptions {
   wait: number;
   /** Only events without acknowledged_at (docs/api.md §4); a long poll waits for one of those. */
   unacked?: boolean;
+  /**
+   * Read at most this many stored bytes (one event at least), below the page bound: the
+   * first part of a page written in parts (readPagePart reads the others).
+   */
+  partBytes?: number;
 }
 
 /** Which transport a delivery came through, for metrics. */
@@ -122,12 +128,16 @@ export interface EventStreamHandle {
   /** True once the service is shutting down: the stream should end. */
   readonly closing: boolean;
   /**
-   * Events past `after` (at most `limit`, and at most a page's bytes) as stored, to be
+   * Events past `after` (at most `limit`, and at most `maxBytes` or a page's bytes) as stored, to be
    * written with eventJson; 'gone' once the address is deleted or expired; 'revoked' once
    * the stream's credential no longer opens it (the read token rotated, the view token
    * revoked or expired).
    */
-  readAfter(after: number, limit: number): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked'>;
+  readAfter(
+    after: number,
+    limit: number,
+    maxBytes?: number,
+  ): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked'>;
   /**
    * The part of a wake-up's shared read past `after`, cut as readAfter cuts; 'gone' and
    * 'revoked' as readAfter; null when the shared read does not cover `after`, or the
@@ -137,7 +147,13 @@ export interface EventStreamHandle {
     read: SharedRead,
     after: number,
     limit: number,
+    maxBytes?: number,
   ): { records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked' | null;
+  /**
+   * The acknowledgements of events up to `upTo` made at or after `since` (ms), by
+   * sequence: for the stream's `ack` messages when no shared read brought them.
+   */
+  acksSince(since: number, upTo: number): Promise<AckRecord[]>;
   /** Stops the wake-ups; call it once when the stream ends. */
   close(): void;
 }
@@ -163,11 +179,11 @@ export class RoostService {
     private readonly secretBox?: SecretBox,
   ) {
     this.now = clock;
-    waiters.useReader((addressId, after) => this.readForWaiters(addressId, after));
+    waiters.useReader((addressId, after, ackSince) => this.readForWaiters(addressId, after, ackSince));
   }
 
   /** The one read a wake-up makes for all the polls and streams of an address. */
-  private async readForWaiters(addressId: string, after: number): Promise<SharedRead> {
+  private async readForWaiters(addressId: string, after: number, ackSince?: number): Promise<SharedRead> {
     this.metrics.wakeReads.inc();
     const address = await this.storage.getAddress(addressId, this.now());
     if (!address) return { after, address, records: [], bytes: [], hasMore: false, latestSequence: 0 };
@@ -182,15 +198,42 @@ export class RoostService {
         Buffer.byteLength(record.dataJson) +
         (record.metadataJson === null ? 0 : Buffer.byteLength(record.metadataJson)),
     );
-    return { after, address, records: page.events, bytes, hasMore: page.hasMore, latestSequence: page.latestSequence };
+    const acks =
+      ackSince === undefined
+        ? undefined
+        : await this.storage.listAcknowledged({
+            addressId,
+            since: ackSince,
+            upTo: Number.MAX_SAFE_INTEGER,
+            limit: EVENT_CAPACITY,
+          });
+    return {
+      after,
+      address,
+      records: page.events,
+      bytes,
+      hasMore: page.hasMore,
+      latestSequence: page.latestSequence,
+      acks,
+      ackSince,
+    };
   }
 
-  /** A slot for one held poll or stream, or 429 too_many_waiters (counted) when a cap is reached. */
-  private admitWaiter(addressId: string, client: string): () => void {
-    const admitted = this.waiters.admit(addressId, client);
+  /**
+   * A slot for one held poll or stream, or 429 too_many_waiters (counted) when a cap is
+   * reached. `token` has been authenticated: a view token takes a slot of the view tokens' share.
+   */
+  private admitWaiter(addressId: string, client: string, token: string | undefined): () => void {
+    const access = token?.startsWith(VIEW_TOKEN_PREFIX) ? 'view' : 'full';
+    const admitted = this.waiters.admit(addressId, client, access);
     if (typeof admitted === 'function') return admitted;
     this.metrics.waitersRefused.inc({ limit: admitted });
-    const cap = admitted === 'address' ? this.config.maxWaitersPerAddress : this.config.maxWaitersPerIp;
+    const cap =
+      admitted === 'address'
+        ? this.config.maxWaitersPerAddress
+        : admitted === 'view'
+          ? this.waiters.viewShare
+          : this.config.maxWaitersPerIp;
     throw tooManyWaiters(admitted, cap, WAITER_RETRY_AFTER_SECONDS);
   }
 
@@ -317,7 +360,7 @@ export class RoostService {
     const deadline = this.now() + options.wait * 1000;
     const { after, limit } = options;
     const unacked = options.unacked === true;
-    const maxBytes = this.config.maxPageBytes;
+    const maxBytes = Math.min(options.partBytes ?? Infinity, this.config.maxPageBytes);
     let release: (() => void) | undefined;
     // From the last page read: what a poll answered without a page of its own reports.
     let latestSequence: number;
@@ -336,7 +379,7 @@ export class RoostService {
         }
         if (!release) {
           try {
-            release = this.admitWaiter(addressId, client);
+            release = this.admitWaiter(addressId, client, token);
           } catch (error) {
             ticket.cancel();
             throw error;
@@ -369,10 +412,28 @@ export class RoostService {
     }
   }
 
+  /**
+   * A further part of a page whose first part listEvents read (and authorised): the
+   * events past `after`, at most `limit` and `maxBytes` of stored data, one at least.
+   */
+  async readPagePart(
+    addressId: string,
+    after: number,
+    limit: number,
+    maxBytes: number,
+    unacked = false,
+  ): Promise<RecordPage> {
+    const page = await this.storage.listEvents({ addressId, after, limit, maxBytes, filter: { unacked } });
+    return { records: page.events, hasMore: page.hasMore, after, latestSequence: page.latestSequence };
+  }
+
   async ackEvent(addressId: string, token: string | undefined, eventId: string): Promise<{ event: Event }> {
     await this.authenticate(addressId, token, 'acknowledge events');
-    const record = namesNothing(eventId) ? null : await this.storage.ackEvent(addressId, eventId, this.now());
+    const now = this.now();
+    const record = namesNothing(eventId) ? null : await this.storage.ackEvent(addressId, eventId, now);
     if (!record) throw eventNotFound();
+    // Streams tell their readers (an `ack` message, docs/api.md §4.1); a repeat changes nothing.
+    if (record.acknowledgedAt === now) this.waiters.wake(addressId);
     return { event: toWireEvent(record) };
   }
 
@@ -384,6 +445,7 @@ export class RoostService {
   ): Promise<{ acknowledged: number; up_to_sequence: number }> {
     await this.authenticate(addressId, token, 'acknowledge events');
     const acknowledged = await this.storage.ackUpTo(addressId, upToSequence, this.now());
+    if (acknowledged > 0) this.waiters.wake(addressId);
     return { acknowledged, up_to_sequence: upToSequence };
   }
 
@@ -391,10 +453,17 @@ export class RoostService {
   // Each change wakes the address's held polls and streams, which re-check their credential
   // (listEvents, openStream); PostgreSQL announces it to the other instances as well.
 
-  async rotateReadToken(addressId: string, token: string | undefined): Promise<ReadTokenResponse> {
+  /** `revokeViewTokens`: every view token of the address goes in the same transaction. */
+  async rotateReadToken(
+    addressId: string,
+    token: string | undefined,
+    revokeViewTokens = false,
+  ): Promise<ReadTokenResponse> {
     await this.authenticate(addressId, token, 'rotate credentials');
     const readToken = newReadToken();
-    if (!(await this.storage.replaceReadToken(addressId, digestSecret(readToken), this.now()))) throw addressNotFound();
+    const digest = digestSecret(readToken);
+    if (!(await this.storage.replaceReadToken({ id: addressId, digest, now: this.now(), revokeViewTokens })))
+      throw addressNotFound();
     this.waiters.wake(addressId);
     return { credentials: { read_token: readToken, note: CREDENTIALS_NOTE } };
   }
@@ -691,10 +760,11 @@ export class RoostService {
     cursor: () => number | undefined,
     onChange: (read?: Promise<SharedRead>) => void,
     client = '',
+    ackSince?: () => number | undefined,
   ): Promise<EventStreamHandle> {
     let { expiresAt } = await this.authenticate(addressId, token);
-    const release = this.admitWaiter(addressId, client);
-    const unsubscribe = this.waiters.subscribe(addressId, cursor, onChange);
+    const release = this.admitWaiter(addressId, client, token);
+    const unsubscribe = this.waiters.subscribe(addressId, cursor, onChange, ackSince);
     const waiters = this.waiters;
     const maxBytes = this.config.maxPageBytes;
     return {
@@ -702,24 +772,25 @@ export class RoostService {
       get closing() {
         return waiters.isClosing;
       },
-      readAfter: async (after, limit) => {
+      readAfter: async (after, limit, bytes = maxBytes) => {
         // Deleted or expired: the stream ends with `gone` (docs/api.md §2: behaves as deleted).
         const current = await this.storage.getAddress(addressId, this.now());
         if (!current) return 'gone';
         if ((await this.accessOf(current, token!)) === null) return 'revoked';
         expiresAt = current.expiresAt; // a PATCH may have changed it
-        const page = await this.storage.listEvents({ addressId, after, limit, maxBytes });
+        const page = await this.storage.listEvents({ addressId, after, limit, maxBytes: Math.min(bytes, maxBytes) });
         return { records: page.events, hasMore: page.hasMore };
       },
-      fromShared: (read, after, limit) => {
+      fromShared: (read, after, limit, bytes = maxBytes) => {
         if (!read.address) return 'gone';
         // A read token is re-checked here against the address just read; a view token needs
         // a look-up, which readAfter makes.
         if (!token?.startsWith(READ_TOKEN_PREFIX)) return null;
         if (!secretMatches(token, read.address.readTokenDigest)) return 'revoked';
         expiresAt = read.address.expiresAt;
-        return sliceShared(read, after, limit, maxBytes);
+        return sliceShared(read, after, limit, Math.min(bytes, maxBytes));
       },
+      acksSince: (since, upTo) => this.storage.listAcknowledged({ addressId, since, upTo, limit: EVENT_CAPACITY }),
       close: () => {
         unsubscribe();
         release();

@@ -4,7 +4,7 @@
 // address, after the commit, and that one read is shared by all its polls and streams:
 // a thousand readers of one address must not cost a thousand reads per delivery.
 // Also here: the caps on held polls and streams per address and per client.
-import type { AddressRecord, EventRecord } from '../storage/storage.js';
+import type { AckRecord, AddressRecord, EventRecord } from '../storage/storage.js';
 
 export type WaitOutcome = 'woken' | 'timeout' | 'aborted' | 'closing';
 
@@ -20,10 +20,13 @@ export interface SharedRead {
   hasMore: boolean;
   /** The highest sequence the address had given out when read (EventPageRecord.latestSequence). */
   latestSequence: number;
+  /** When streams asked: the acknowledgements made at or after `ackSince` (Storage.listAcknowledged), read after the commit. */
+  acks?: AckRecord[];
+  ackSince?: number;
 }
 
-/** Makes the read shared by the parties of one wake-up. */
-export type SharedReader = (addressId: string, after: number) => Promise<SharedRead>;
+/** Makes the read shared by the parties of one wake-up; `ackSince`: read the acknowledgements since then too. */
+export type SharedReader = (addressId: string, after: number, ackSince?: number) => Promise<SharedRead>;
 
 /**
  * The part of a shared read that a party at `after` needs, cut by `limit` and `maxBytes`
@@ -58,6 +61,8 @@ interface Ticket {
 interface Listener {
   /** Undefined while it works through a backlog by itself: a shared read need not start low for it. */
   cursor(): number | undefined;
+  /** From when it wants to hear of acknowledgements (a stream's `ack` messages), if at all. */
+  ackSince?(): number | undefined;
   notify(read?: Promise<SharedRead>): void;
 }
 
@@ -152,6 +157,8 @@ export class Waiters {
   private readonly tickets = new Map<string, Set<Ticket>>();
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly slotsByAddress = new Map<string, number>();
+  /** The part of slotsByAddress held with view tokens. */
+  private readonly viewSlotsByAddress = new Map<string, number>();
   private readonly slotsByClient = new Map<string, number>();
   private reader: SharedReader | undefined;
   private closing = false;
@@ -182,21 +189,53 @@ export class Waiters {
 
   /**
    * Takes a slot for one held poll or open stream of `addressId` by `client`, within the
-   * caps; returns its release (call it once), or which cap refused it.
+   * caps; returns its release (call it once), or which cap refused it. View tokens share
+   * at most viewShare() of the address's slots, so that however many idle polls and
+   * streams they open, the read token keeps the rest.
    */
-  admit(addressId: string, client: string): (() => void) | 'address' | 'client' {
+  admit(
+    addressId: string,
+    client: string,
+    access: 'full' | 'view' = 'full',
+  ): (() => void) | 'address' | 'client' | 'view' {
     const { perAddress, perClient } = this.caps;
     const byAddress = this.slotsByAddress.get(addressId) ?? 0;
     const byClient = this.slotsByClient.get(client) ?? 0;
+    const byViews = this.viewSlotsByAddress.get(addressId) ?? 0;
+    if (access === 'view' && perAddress > 0 && byViews >= this.viewShare) return 'view';
     if (perAddress > 0 && byAddress >= perAddress) return 'address';
     if (perClient > 0 && byClient >= perClient) return 'client';
     this.slotsByAddress.set(addressId, byAddress + 1);
     this.slotsByClient.set(client, byClient + 1);
+    if (access === 'view') this.viewSlotsByAddress.set(addressId, byViews + 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       decrement(this.slotsByAddress, addressId);
+      decrement(this.slotsByClient, client);
+      if (access === 'view') decrement(this.viewSlotsByAddress, addressId);
+    };
+  }
+
+  /** The slots of one address that its view tokens may hold together: half its cap, rounded down. */
+  get viewShare(): number {
+    return Math.floor(this.caps.perAddress / 2);
+  }
+
+  /**
+   * Takes a slot of `client` alone, within its cap (an answer being written, which holds
+   * memory until the client reads it); returns its release (call it once), or null.
+   */
+  admitClient(client: string): (() => void) | null {
+    const { perClient } = this.caps;
+    const byClient = this.slotsByClient.get(client) ?? 0;
+    if (perClient > 0 && byClient >= perClient) return null;
+    this.slotsByClient.set(client, byClient + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
       decrement(this.slotsByClient, client);
     };
   }
@@ -233,10 +272,11 @@ export class Waiters {
     addressId: string,
     cursor: () => number | undefined,
     notify: (read?: Promise<SharedRead>) => void,
+    ackSince?: () => number | undefined,
   ): () => void {
     const set = this.listeners.get(addressId) ?? new Set<Listener>();
     this.listeners.set(addressId, set);
-    const listener: Listener = { cursor, notify };
+    const listener: Listener = { cursor, notify, ackSince };
     set.add(listener);
     return () => {
       set.delete(listener);
@@ -252,9 +292,14 @@ export class Waiters {
     let after = Infinity;
     if (tickets) for (const ticket of tickets) after = Math.min(after, ticket.after);
     const parties = listeners ? [...listeners] : [];
-    for (const listener of parties) after = Math.min(after, listener.cursor() ?? Infinity);
+    let ackSince: number | undefined;
+    for (const listener of parties) {
+      after = Math.min(after, listener.cursor() ?? Infinity);
+      const since = listener.ackSince?.();
+      if (since !== undefined) ackSince = Math.min(ackSince ?? Infinity, since);
+    }
     // Only streams working through a backlog: no shared read; each reads on once done.
-    const read = after === Infinity ? undefined : this.reader?.(addressId, after);
+    const read = after === Infinity ? undefined : this.reader?.(addressId, after, ackSince);
     // Each party awaits it; a failed read must not also surface as an unhandled rejection.
     read?.catch(() => undefined);
     if (tickets) {

@@ -3,7 +3,7 @@
 import type { Address, Event, EventPage } from '../schemas.js';
 import type { ViewToken } from '../credential-schemas.js';
 import type { AddressRecord, EventRecord, ViewTokenRecord } from '../storage/storage.js';
-import { eventJson } from './event-json.js';
+import { eventJson, eventJsonParts } from './event-json.js';
 import { isoTime } from './iso-time.js';
 
 export function toWireViewToken(record: ViewTokenRecord): ViewToken {
@@ -73,6 +73,74 @@ export function toPage(page: RecordPage): EventPage {
 /** The JSON text of toPage(page), with each event's stored data spliced in unparsed. */
 export function pageJson(page: RecordPage): string {
   return `{"events":[${page.records.map(eventJson).join(',')}],"next_cursor":${nextCursor(page)},"has_more":${page.hasMore},"latest_sequence":${page.latestSequence}}`;
+}
+
+/**
+ * `text` in slices of at most `size` characters, never cut between the two halves of a
+ * surrogate pair (each slice is encoded to UTF-8 on its own).
+ */
+export function* textSlices(text: string, size: number): Generator<string> {
+  for (let start = 0; start < text.length;) {
+    let end = Math.min(start + size, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    yield text.slice(start, end);
+    start = end;
+  }
+}
+
+/** What a record counts against a page's byte bound: its stored data and metadata, in UTF-8 bytes. */
+export function storedBytes(record: EventRecord): number {
+  return (
+    Buffer.byteLength(record.dataJson) + (record.metadataJson === null ? 0 : Buffer.byteLength(record.metadataJson))
+  );
+}
+
+/**
+ * pageJson of a page read in parts, in pieces, for a writer that asks for each piece once
+ * the client has taken the last: a part is read only when the writer gets to it, and each
+ * event's stored data is a piece of its own, never copied into a string of the whole page.
+ * `first` is the first part; `readPart(after, limit, maxBytes)` reads the next. The page
+ * is the one a single read would give: at most `limit` events, and it stops before the
+ * event that would take its stored bytes past `pageBytes` (one event at least).
+ */
+export async function* pageJsonInParts(
+  first: RecordPage,
+  limit: number,
+  pageBytes: number,
+  partBytes: number,
+  readPart: (after: number, limit: number, maxBytes: number) => Promise<RecordPage>,
+  sliceSize: number,
+): AsyncGenerator<string> {
+  yield '{"events":[';
+  let part = first;
+  let count = 0;
+  let bytes = 0;
+  let cursor = first.after;
+  let latest = first.latestSequence;
+  let hasMore: boolean;
+  for (;;) {
+    for (const record of part.records) {
+      const [head, data, tail] = eventJsonParts(record);
+      yield count === 0 ? head : `,${head}`;
+      yield* textSlices(data, sliceSize);
+      yield tail;
+      count++;
+      bytes += storedBytes(record);
+      cursor = record.sequence;
+    }
+    hasMore = part.hasMore;
+    latest = Math.max(latest, part.latestSequence);
+    if (!hasMore || count >= limit || part.records.length === 0 || bytes >= pageBytes) break;
+    const next = await readPart(cursor, limit - count, Math.min(partBytes, pageBytes - bytes));
+    // A part holds one event whatever its size; the page only if it fits what is left.
+    if (next.records.length > 0 && storedBytes(next.records[0]) > pageBytes - bytes) {
+      latest = Math.max(latest, next.latestSequence);
+      break;
+    }
+    part = next;
+  }
+  yield `],"next_cursor":${cursor},"has_more":${hasMore},"latest_sequence":${latest}}`;
 }
 
 /** Parses "Bearer <token>" (scheme case-insensitive, docs/api.md §5). */

@@ -8,6 +8,7 @@ import {
   InboxSecretResponseSchema,
   ReadTokenResponseSchema,
   RotateInboxSecretSchema,
+  RotateReadTokenSchema,
   UpdateAddressSchema,
   ViewTokenCreatedSchema,
   ViewTokenListSchema,
@@ -154,6 +155,10 @@ export const deleteOutput = z.strictObject({
 });
 
 // --- credentials and updates (docs/api.md §5) ---------------------------------------------
+
+export function rotateReadInput(bound: boolean) {
+  return fromBody(RotateReadTokenSchema).extend(addressArguments(bound)).strict();
+}
 
 export function rotateInboxInput(bound: boolean) {
   return fromBody(RotateInboxSecretSchema).extend(addressArguments(bound)).strict();

@@ -7,7 +7,7 @@ import { RoostError, invalidRequest, rateLimited, unauthorized } from '../core/e
 import { EVENT_CAPACITY } from '../core/limits.js';
 import type { ListOptions, RoostService } from '../core/service.js';
 import { bearerToken, toPage } from '../core/wire.js';
-import type { CreateViewToken, RotateInboxSecret, UpdateAddress } from '../credential-schemas.js';
+import type { CreateViewToken, RotateInboxSecret, RotateReadToken, UpdateAddress } from '../credential-schemas.js';
 import type { PutSender } from '../sender-schemas.js';
 import {
   ackInput,
@@ -28,6 +28,7 @@ import {
   revokeOutput,
   revokeViewTokenInput,
   rotateInboxInput,
+  rotateReadInput,
   senderOutput,
   updateInput,
   viewTokenCreatedOutput,
@@ -245,11 +246,13 @@ const rotateReadTokenTool = addressTool({
   name: 'rotate_read_token',
   title: 'Rotate the read token',
   description:
-    'Replace a leaked read token; the old one stops at once. The new credentials.read_token is shown ONLY ONCE: store it.',
-  input: getInput,
+    'Replace a leaked read token; the old one stops at once. The new credentials.read_token is shown ONLY ONCE: store it. ' +
+    'View tokens keep working unless revoke_view_tokens is true.',
+  input: rotateReadInput,
   output: readTokenOutput,
   annotations: writes({ destructive: true, idempotent: false }),
-  call: ({ addressId, token }, _args, context) => context.service.rotateReadToken(addressId, token),
+  call: ({ addressId, token }, args, context) =>
+    context.service.rotateReadToken(addressId, token, (args as RotateReadToken).revoke_view_tokens === true),
 });
 
 const rotateInboxSecretTool = addressTool({

@@ -44,6 +44,13 @@ export interface SenderRecord {
   updatedAt: number;
 }
 
+/** An acknowledgement: which event, and when (milliseconds). */
+export interface AckRecord {
+  id: string;
+  sequence: number;
+  acknowledgedAt: number;
+}
+
 /** A read-only credential of one address (GET the address and its events, nothing else). */
 export interface ViewTokenRecord {
   id: string;
@@ -119,6 +126,26 @@ export interface EmailPart {
   contentType: string;
   filename: string | null;
   bytes: Uint8Array;
+}
+
+/** What replaceReadToken takes. */
+export interface ReplaceReadTokenParams {
+  id: string;
+  /** The new token's digest. */
+  digest: string;
+  now: number;
+  /** The address's view tokens are deleted in the same transaction. */
+  revokeViewTokens: boolean;
+}
+
+/** What listAcknowledged takes. */
+export interface ListAcknowledgedParams {
+  addressId: string;
+  /** Acknowledged at or after this time (milliseconds). */
+  since: number;
+  /** Of events with sequence ≤ upTo. */
+  upTo: number;
+  limit: number;
 }
 
 /** What replaceIngressSecret takes. */
@@ -232,7 +259,7 @@ export interface Storage {
    * credential holds open anywhere is re-checked.
    */
   updateAddress(id: string, changes: AddressChanges, now: number): Promise<AddressRecord | null>;
-  replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null>;
+  replaceReadToken(params: ReplaceReadTokenParams): Promise<AddressRecord | null>;
   /** The current secret becomes the previous one, accepted until `previousUntil` (null: not at all). */
   replaceIngressSecret(params: ReplaceIngressSecretParams): Promise<AddressRecord | null>;
 
@@ -272,6 +299,12 @@ export interface Storage {
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
   /** Acknowledges every unacknowledged event with sequence ≤ upTo; returns how many. */
   ackUpTo(addressId: string, upTo: number, now: number): Promise<number>;
+  /**
+   * The acknowledged events with sequence ≤ upTo whose acknowledged_at is at or after
+   * `since`, by sequence, at most `limit` (what a stream tells its readers, docs/api.md §4.1).
+   * Acknowledging wakes the address's waiters; engines shared by several processes announce it.
+   */
+  listAcknowledged(params: ListAcknowledgedParams): Promise<AckRecord[]>;
 
   /** One part of an event of this address, or null. */
   getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null>;

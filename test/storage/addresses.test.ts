@@ -61,7 +61,15 @@ await forEachStorage('addresses', (storage) => {
     assert.equal(await storage().getAddress(address.id, now + 1000), null);
     assert.equal(await storage().getAddressBySlug(address.slug, now + 1000), null);
     assert.equal(await storage().updateAddress(address.id, { name: 'x' }, now + 1000), null);
-    assert.equal(await storage().replaceReadToken(address.id, 'c'.repeat(64), now + 1000), null);
+    assert.equal(
+      await storage().replaceReadToken({
+        id: address.id,
+        digest: 'c'.repeat(64),
+        now: now + 1000,
+        revokeViewTokens: false,
+      }),
+      null,
+    );
     assert.equal(
       await storage().replaceIngressSecret({
         id: address.id,
@@ -86,7 +94,12 @@ await forEachStorage('addresses', (storage) => {
   test('the read token and the inbox secret are replaced; the previous secret stays until the given time', async () => {
     const address = await stored(storage());
     const now = Date.now();
-    const read = await storage().replaceReadToken(address.id, 'd'.repeat(64), now);
+    const read = await storage().replaceReadToken({
+      id: address.id,
+      digest: 'd'.repeat(64),
+      now,
+      revokeViewTokens: false,
+    });
     assert.equal(read?.readTokenDigest, 'd'.repeat(64));
     const graced = await storage().replaceIngressSecret({
       id: address.id,

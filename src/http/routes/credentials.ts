@@ -7,10 +7,12 @@ import {
   InboxSecretResponseSchema,
   ReadTokenResponseSchema,
   RotateInboxSecretSchema,
+  RotateReadTokenSchema,
   ViewTokenCreatedSchema,
   ViewTokenListSchema,
   type CreateViewToken,
   type RotateInboxSecret,
+  type RotateReadToken,
 } from '../../credential-schemas.js';
 import { decodeJsonBody } from '../body.js';
 import { AddressParamsSchema } from './addresses.js';
@@ -26,19 +28,23 @@ export async function credentialRoutes(app: FastifyInstance): Promise<void> {
     request.body = body === undefined ? {} : body;
   };
 
-  app.post<AddressParams>('/api/v1/addresses/:addressId/read-token', {
+  app.post<AddressParams & { Body: RotateReadToken }>('/api/v1/addresses/:addressId/read-token', {
     schema: {
       operationId: 'rotateReadToken',
       summary: 'Rotate the read token',
       description:
-        'Returns a new read token, shown once; the old one stops at once, and polls and streams it holds open end (401, `event: revoked`).',
+        'Returns a new read token, shown once; the old one stops at once, and polls and streams it holds open end (401, `event: revoked`). ' +
+        'View tokens keep working unless `revoke_view_tokens` is true: then every one of them is revoked in the same change, and what they hold open ends too.',
       security: bearerSecurity,
       params: AddressParamsSchema,
-      response: { 200: ReadTokenResponseSchema, ...errorResponses(401, 403, 404) },
+      body: RotateReadTokenSchema,
+      response: { 200: ReadTokenResponseSchema, ...errorResponses(400, 401, 403, 404, 415) },
     },
+    preValidation: optionalBody,
     handler: async (request, reply) => {
       reply.header('Cache-Control', 'no-store');
-      return service.rotateReadToken(request.params.addressId, requestToken(request));
+      const { addressId } = request.params;
+      return service.rotateReadToken(addressId, requestToken(request), request.body.revoke_view_tokens === true);
     },
   });
 

@@ -1,8 +1,11 @@
 // GET …/events (cursor + long-poll) and POST …/events/{eventId}/ack.
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { invalidRequest } from '../../core/errors.js';
-import { pageJson } from '../../core/wire.js';
+import { invalidRequest, tooManyWaiters } from '../../core/errors.js';
+import { WAITER_RETRY_AFTER_SECONDS } from '../../core/limits.js';
+import { pageJsonInParts } from '../../core/wire.js';
+import { dropWhenStalled } from '../stall-watch.js';
 import { EventPageSchema, EventResponseSchema, ListEventsQuerySchema, type ListEventsQuery } from '../../schemas.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
@@ -16,8 +19,13 @@ const QUERY_FLAGS = new Map([
   ['false', 'false'],
 ]);
 
+/** What a page's writer buffers ahead of the socket: past it, it waits for the client to read. */
+const PAGE_CHUNK_BYTES = 64 * 1024;
+/** A page is read from storage in parts of at most this many stored bytes (one event at least). */
+const PAGE_PART_BYTES = 256 * 1024;
+
 export async function eventRoutes(app: FastifyInstance): Promise<void> {
-  const { service } = app.roost;
+  const { service, waiters, metrics, config } = app.roost;
 
   // Event reads carry what outside senders wrote: never sniffed as another type, never cached.
   app.addHook('onRequest', (_request, reply, done) => {
@@ -33,7 +41,7 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Read the queue by cursor, optionally long-polling',
         description:
           'Events with sequence > after, ascending: at most `limit`, and a page stops before the event that would take it past the page byte bound (ROOST_MAX_PAGE_BYTES of stored data, 4 MiB by default), though it always holds at least one event; `has_more` is true when events were left for the next page. ' +
-          'With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass; a held poll counts against the caps on waiters per address and per client (429 too_many_waiters). Acknowledged events stay in pages. ' +
+          'With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass; a held poll counts against the caps on waiters per address and per client, and a page being written against the client cap until it has been read (429 too_many_waiters). Acknowledged events stay in pages. ' +
           'With unacked=1 only events without acknowledged_at are returned (and waited for); `latest_sequence` tells a cursor past the end of the queue from a quiet queue.',
         security: bearerSecurity,
         params: AddressParamsSchema,
@@ -64,15 +72,39 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
       },
       handler: async (request, reply) => {
         const { after, limit, wait, unacked } = request.query;
+        const { addressId } = request.params;
         const page = await service.listEvents(
-          request.params.addressId,
+          addressId,
           requestToken(request),
-          { after, limit, wait, unacked },
+          { after, limit, wait, unacked, partBytes: PAGE_PART_BYTES },
           clientGone(reply),
           request.ip,
         );
-        // Written here rather than by the schema's serialiser: stored data goes out as stored.
-        return reply.type('application/json; charset=utf-8').send(pageJson(page));
+        // Written here rather than by the schema's serialiser: stored data goes out as stored,
+        // event by event as the client takes it (backpressure), never the page in one string,
+        // and the page is read in parts as the writer gets to them. Until the client has read
+        // it the answer takes a slot of the client's waiter cap, and a client that reads
+        // nothing is dropped.
+        const release = waiters.admitClient(request.ip);
+        if (!release) {
+          metrics.waitersRefused.inc({ limit: 'client' });
+          throw tooManyWaiters('client', config.maxWaitersPerIp, WAITER_RETRY_AFTER_SECONDS);
+        }
+        reply.raw.once('close', release);
+        dropWhenStalled(reply.raw, config.slowReaderTimeoutMs, () => {
+          metrics.slowReadersDropped.inc({ kind: 'page' });
+          request.log.info('events page dropped: its reader took nothing for the slow-reader timeout');
+        });
+        const pieces = pageJsonInParts(
+          page,
+          limit,
+          config.maxPageBytes,
+          PAGE_PART_BYTES,
+          (from, left, maxBytes) => service.readPagePart(addressId, from, left, maxBytes, unacked),
+          PAGE_CHUNK_BYTES,
+        );
+        const body = Readable.from(pieces, { objectMode: false, highWaterMark: PAGE_CHUNK_BYTES });
+        return reply.type('application/json; charset=utf-8').send(body);
       },
     },
   );

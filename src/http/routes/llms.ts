@@ -83,7 +83,8 @@ const credentials = () => `## 6. Credentials and cleanup
 - Reading, acknowledging and deleting need "Authorization: Bearer roost_read_..." (the
   read token); the inbox URL can deliver and nothing else.
 - A lost read token cannot be recovered: create a new address.
-- POST /api/v1/addresses/$ADDRESS_ID/read-token replaces a leaked token (the old one stops);
+- POST /api/v1/addresses/$ADDRESS_ID/read-token replaces a leaked token (the old one stops;
+  {\`revoke_view_tokens\`: true} revokes the view tokens too, which otherwise keep working);
   POST /api/v1/addresses/$ADDRESS_ID/inbox-secret {\`grace_seconds\`} a leaked inbox URL.
 - POST /api/v1/addresses/$ADDRESS_ID/view-tokens {\`label\`, \`expires_in_seconds\`} makes a
   read-only token to share.

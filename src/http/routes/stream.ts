@@ -6,17 +6,34 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { addressNotFound, invalidRequest, unauthorized } from '../../core/errors.js';
-import { eventJson } from '../../core/event-json.js';
+import { eventJsonParts } from '../../core/event-json.js';
+import { isoTime } from '../../core/iso-time.js';
+import { textSlices } from '../../core/wire.js';
 import { LIMIT_MAX } from '../../core/limits.js';
+import type { Metrics } from '../../core/metrics.js';
 import type { EventStreamHandle } from '../../core/service.js';
 import type { SharedRead } from '../../core/waiters.js';
+import { dropWhenStalled } from '../stall-watch.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
 
 /** docs/api.md §4.1 asks for a comment at least every 15 s; 10 s leaves room for timer drift. */
 export const HEARTBEAT_MS = 10_000;
-/** The replay pages through storage in batches of the largest page size (and a page's bytes at most). */
+/** The replay pages through storage in batches of the largest page size… */
 const BATCH = LIMIT_MAX;
+/**
+ * …and of at most this many stored bytes (one event at least): what a stream holds while
+ * its reader is slow is one batch and the message being written, not a page of 4 MiB.
+ */
+const BATCH_BYTES = 256 * 1024;
+/** A message is written in slices of this many characters, each once the last has drained. */
+const SLICE = 64 * 1024;
+/**
+ * Acknowledgements are asked for from this long before the latest one told: instances
+ * stamp them by their own clocks and commit them in any order, so a later-committed ack
+ * may carry an earlier time. Those already told in the window are not told again.
+ */
+const ACK_WINDOW_MS = 60_000;
 /** setTimeout's ceiling (~24.8 days); a later expiry re-arms the timer. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const DIGITS = /^\d{1,16}$/;
@@ -49,12 +66,18 @@ class SseStream {
   private shared?: Promise<SharedRead>;
   private heartbeat?: NodeJS.Timeout;
   private expiry?: NodeJS.Timeout;
+  /** Acknowledgements at or after this time (ms) may not have been told yet. */
+  private ackSince = 0;
+  /** Events at or below the cursor acknowledged at or after ackSince, already told (sequence → time). */
+  private readonly acksTold = new Map<number, number>();
 
   constructor(
     private readonly res: ServerResponse,
     private readonly handle: EventStreamHandle,
     private cursor: number,
     private readonly log: FastifyBaseLogger,
+    private readonly metrics: Metrics,
+    private readonly stallMs: number,
   ) {}
 
   /**
@@ -66,6 +89,11 @@ class SseStream {
     return this.behind ? undefined : this.cursor;
   }
 
+  /** From when a shared read must read acknowledgements for this stream. */
+  get sharedAckSince(): number | undefined {
+    return this.behind ? undefined : this.ackSince;
+  }
+
   start(): void {
     this.res.once('close', () => this.end());
     this.res.writeHead(200, {
@@ -75,7 +103,12 @@ class SseStream {
       'x-accel-buffering': 'no', // nginx and similar proxies would otherwise hold messages back
     });
     this.res.write(': stream open\n\n');
-    this.heartbeat = setInterval(() => this.res.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    // A stream with bytes still queued keeps its connection busy: no heartbeat is needed.
+    this.heartbeat = setInterval(() => this.res.writableNeedDrain || this.res.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    dropWhenStalled(this.res, this.stallMs, () => {
+      this.metrics.slowReadersDropped.inc({ kind: 'stream' });
+      this.log.info('event stream dropped: its reader took nothing for the slow-reader timeout');
+    });
     this.armExpiry();
     this.pump();
   }
@@ -115,12 +148,13 @@ class SseStream {
 
   private async sendPending(): Promise<void> {
     if (this.handle.closing) return this.end(); // shutdown: clients reconnect with Last-Event-ID
-    const shared = this.shared;
+    const pending = this.shared;
     this.shared = undefined;
+    const shared = pending ? await pending : undefined;
     // Started after the commit that woke us, and from a cursor no later than ours.
-    let page = shared ? this.handle.fromShared(await shared, this.cursor, BATCH) : null;
+    let page = shared ? this.handle.fromShared(shared, this.cursor, BATCH, BATCH_BYTES) : null;
     for (;;) {
-      page ??= await this.handle.readAfter(this.cursor, BATCH);
+      page ??= await this.handle.readAfter(this.cursor, BATCH, BATCH_BYTES);
       if (this.ended) return;
       if (page === 'gone') {
         // `data` is required for EventSource to dispatch the event at all.
@@ -132,26 +166,73 @@ class SseStream {
         await this.send(`event: revoked\ndata: ${JSON.stringify(error.toJSON())}\n\n`);
         return this.end();
       }
-      if (page.records.length > 0) {
-        let chunk = '';
-        // One line of JSON each: stored data is JSON.stringify's output, which has no raw line break.
-        for (const record of page.records) chunk += `id: ${record.sequence}\ndata: ${eventJson(record)}\n\n`;
-        this.cursor = page.records[page.records.length - 1].sequence;
-        await this.send(chunk);
+      // One message at a time, each written once the last has drained (backpressure).
+      for (const record of page.records) {
+        // One line of JSON: stored data is JSON.stringify's output, which has no raw line break.
+        const [head, data, tail] = eventJsonParts(record);
+        await this.send(`id: ${record.sequence}\ndata: ${head}`);
+        await this.send(data);
+        await this.send(`${tail}\n\n`);
+        if (this.ended) return;
+        this.cursor = record.sequence;
+        // The event carried its acknowledgement, if it had one: no `ack` message for it.
+        if (record.acknowledgedAt !== null && record.acknowledgedAt >= this.ackSince)
+          this.acksTold.set(record.sequence, record.acknowledgedAt);
       }
       this.behind = page.hasMore;
-      if (!page.hasMore || this.ended) return;
+      if (this.ended) return;
+      if (!page.hasMore) return this.sendAcks(shared);
       page = null;
     }
   }
 
-  /** Writes, and waits while the client is slow to read (backpressure), or gone. */
-  private async send(chunk: string): Promise<void> {
-    if (this.ended || this.res.write(chunk)) return;
-    await new Promise<void>((resolve) => {
+  /**
+   * Tells the reader of acknowledgements of events it was sent (at or below the cursor)
+   * since ackSince: an `ack` message each, without an id (they do not move the cursor).
+   * From the wake-up's shared read when it has them, else read here. On a (re)connect
+   * ackSince is 0, so a reader resuming with Last-Event-ID hears every acknowledgement of
+   * the events it had been sent, including those made while it was away.
+   */
+  private async sendAcks(shared: SharedRead | undefined): Promise<void> {
+    if (this.cursor === 0) return; // nothing sent yet, nothing to tell
+    const acks =
+      shared?.acks !== undefined && shared.ackSince !== undefined && shared.ackSince <= this.ackSince
+        ? shared.acks
+        : await this.handle.acksSince(this.ackSince, this.cursor);
+    let latest = -Infinity;
+    for (const ack of acks) {
+      if (this.ended) return;
+      if (ack.sequence > this.cursor || ack.acknowledgedAt < this.ackSince) continue;
+      latest = Math.max(latest, ack.acknowledgedAt);
+      if (this.acksTold.has(ack.sequence)) continue;
+      this.acksTold.set(ack.sequence, ack.acknowledgedAt);
+      const data = `{"id":${JSON.stringify(ack.id)},"sequence":${ack.sequence},"acknowledged_at":"${isoTime(ack.acknowledgedAt)}"}`;
+      await this.send(`event: ack\ndata: ${data}\n\n`);
+    }
+    if (latest - ACK_WINDOW_MS > this.ackSince) {
+      this.ackSince = latest - ACK_WINDOW_MS;
+      for (const [sequence, at] of this.acksTold) if (at < this.ackSince) this.acksTold.delete(sequence);
+    }
+  }
+
+  /**
+   * Writes a message in slices, each once the client has taken the last (backpressure), so
+   * that a slow reader holds at most one slice beyond the socket's buffer here.
+   */
+  private async send(message: string): Promise<void> {
+    for (const slice of textSlices(message, SLICE)) {
+      if (this.ended) return;
+      if (!this.res.write(slice)) await this.drained();
+    }
+  }
+
+  private drained(): Promise<void> {
+    this.metrics.streamsStalled.inc();
+    return new Promise<void>((resolve) => {
       const done = () => {
         this.res.off('drain', done);
         this.res.off('close', done);
+        this.metrics.streamsStalled.dec();
         resolve();
       };
       this.res.on('drain', done);
@@ -189,7 +270,7 @@ class SseStream {
 }
 
 export async function streamRoutes(app: FastifyInstance): Promise<void> {
-  const { service } = app.roost;
+  const { service, metrics, config } = app.roost;
 
   app.get<{ Params: { addressId: string }; Querystring: { after: number } }>(
     '/api/v1/addresses/:addressId/events/stream',
@@ -200,6 +281,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
         description:
           'Every event past `after` (or the Last-Event-ID header, which wins) is sent first, then each new one as it is committed. ' +
           'Each message is `id: {sequence}` and `data: {Event as JSON}`; a comment line comes at least every 15 s. ' +
+          'When an event already sent is acknowledged, `event: ack` comes with `data: {"id","sequence","acknowledged_at"}` and no id; a connection that starts after a cursor first tells the acknowledgements of the events up to it. ' +
           'When the address is deleted or expires the server sends `event: gone` and closes. A reconnect with Last-Event-ID misses nothing and repeats nothing.',
         security: bearerSecurity,
         params: AddressParamsSchema,
@@ -245,6 +327,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           () => opened.stream?.sharedCursor,
           (read) => opened.stream?.pump(read),
           request.ip,
+          () => opened.stream?.sharedAckSince,
         );
         reply.hijack();
         if (left.aborted) {
@@ -252,7 +335,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           reply.raw.destroy();
           return;
         }
-        opened.stream = new SseStream(reply.raw, handle, cursor, request.log);
+        opened.stream = new SseStream(reply.raw, handle, cursor, request.log, metrics, config.slowReaderTimeoutMs);
         opened.stream.start();
       },
     },

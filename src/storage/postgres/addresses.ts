@@ -3,7 +3,7 @@
 // (pg_notify), so that every instance re-checks what an old credential holds open.
 import { Batches } from '../batches.js';
 import { ADDRESSES, NEW_ADDRESS_COLUMNS, NEW_ADDRESS_FIELDS, placeholders } from '../tables.js';
-import type { AddressChanges, AddressRecord } from '../storage.js';
+import type { AddressChanges, AddressRecord, ReplaceReadTokenParams } from '../storage.js';
 import { isUniqueViolation } from './errors.js';
 import { namedStatements, type PgConnection } from './connection.js';
 import { WAKE_CHANNEL } from './listener.js';
@@ -43,6 +43,8 @@ const SQL = namedStatements('address', {
   replaceReadToken: `
     WITH changed AS (
       UPDATE addresses SET read_token_digest = $3 WHERE id = $1 AND ${LIVE} RETURNING ${ADDRESSES.list}
+    ), revoked AS (
+      DELETE FROM view_tokens WHERE $4::boolean AND address_id IN (SELECT id FROM changed)
     )
     SELECT changed.*, pg_notify('${WAKE_CHANNEL}', id) FROM changed`,
   replaceIngressSecret: `
@@ -126,8 +128,8 @@ export class PgAddresses {
     return first(rows);
   }
 
-  async replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null> {
-    return first((await this.db.query(SQL.replaceReadToken, [id, now, digest])).rows);
+  async replaceReadToken({ id, digest, now, revokeViewTokens }: ReplaceReadTokenParams): Promise<AddressRecord | null> {
+    return first((await this.db.query(SQL.replaceReadToken, [id, now, digest, revokeViewTokens])).rows);
   }
 
   async replaceIngressSecret(

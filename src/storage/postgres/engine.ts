@@ -8,6 +8,7 @@
 // the schema migrations.ts.
 import type { Logger } from 'pino';
 import type {
+  AckRecord,
   AddressChanges,
   AddressRecord,
   AppendParams,
@@ -15,9 +16,11 @@ import type {
   EmailPart,
   EventPageRecord,
   EventRecord,
+  ListAcknowledgedParams,
   ListEventsParams,
   PurgeResult,
   ReplaceIngressSecretParams,
+  ReplaceReadTokenParams,
   SenderRecord,
   Storage,
   TakeTokenParams,
@@ -126,8 +129,8 @@ export class PostgresStorage implements Storage {
     return this.addresses.update(id, changes, now);
   }
 
-  replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null> {
-    return this.addresses.replaceReadToken(id, digest, now);
+  replaceReadToken(params: ReplaceReadTokenParams): Promise<AddressRecord | null> {
+    return this.addresses.replaceReadToken(params);
   }
 
   replaceIngressSecret({ id, digest, previousUntil, now }: ReplaceIngressSecretParams) {
@@ -174,12 +177,22 @@ export class PostgresStorage implements Storage {
     return this.events.list(params);
   }
 
-  ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
-    return this.events.ack(addressId, eventId, now);
+  // An acknowledgement is announced after its commit, as a delivery is: streams on every
+  // instance tell their readers (docs/api.md §4.1).
+  async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
+    const record = await this.events.ack(addressId, eventId, now);
+    if (record?.acknowledgedAt === now) this.appends.announce(addressId);
+    return record;
   }
 
-  ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
-    return this.events.ackUpTo(addressId, upTo, now);
+  async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
+    const acknowledged = await this.events.ackUpTo(addressId, upTo, now);
+    if (acknowledged > 0) this.appends.announce(addressId);
+    return acknowledged;
+  }
+
+  listAcknowledged(params: ListAcknowledgedParams): Promise<AckRecord[]> {
+    return this.events.acknowledged(params);
   }
 
   getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null> {

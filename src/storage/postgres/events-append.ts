@@ -361,8 +361,9 @@ export class PgAppends {
    * committed. The wake-ups of one turn go out in one statement. A wake-up carries no data
    * and a lost one costs latency, never correctness: should this one fail (or the process
    * die first), polls held elsewhere answer at their timeout and find the event then.
+   * Acknowledgements are announced the same way (streams tell their readers, docs/api.md §4.1).
    */
-  private announce(addressId: string): void {
+  announce(addressId: string): void {
     if (this.toAnnounce.size === 0) setImmediate(() => this.sendAnnouncements());
     this.toAnnounce.add(addressId);
   }

@@ -2,7 +2,7 @@
 // per combination of filters, each named on first use), whether a queue has room, acks.
 import { latestSequenceQuery, pageFromRows, pageQuery, type PageDialect } from '../page-query.js';
 import { EVENTS } from '../tables.js';
-import type { EventPageRecord, EventRecord, ListEventsParams } from '../storage.js';
+import type { AckRecord, EventPageRecord, EventRecord, ListAcknowledgedParams, ListEventsParams } from '../storage.js';
 import { nameBuiltStatement, namedStatements, type PgConnection } from './connection.js';
 
 const DIALECT: PageDialect = {
@@ -26,6 +26,9 @@ const SQL = namedStatements('events', {
     RETURNING ${EVENTS.list}`,
   ackUpTo:
     'UPDATE events SET acknowledged_at = $3 WHERE address_id = $1 AND sequence <= $2 AND acknowledged_at IS NULL',
+  acknowledged: `
+    SELECT id, sequence, acknowledged_at AS "acknowledgedAt" FROM events
+    WHERE address_id = $1 AND acknowledged_at >= $2 AND sequence <= $3 ORDER BY sequence LIMIT $4`,
 });
 
 export class PgEventReads {
@@ -56,5 +59,10 @@ export class PgEventReads {
   async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
     const { rowCount } = await this.db.query(SQL.ackUpTo, [addressId, upTo, now]);
     return rowCount ?? 0;
+  }
+
+  async acknowledged({ addressId, since, upTo, limit }: ListAcknowledgedParams): Promise<AckRecord[]> {
+    const { rows } = await this.db.query<AckRecord>(SQL.acknowledged, [addressId, since, upTo, limit]);
+    return rows;
   }
 }

@@ -50,6 +50,7 @@ export class AddressWrites {
         'UPDATE addresses SET name = @name, task_id = @taskId, expires_at = @expiresAt WHERE id = @id',
       ),
       replaceReadToken: db.prepare('UPDATE addresses SET read_token_digest = ? WHERE id = ?'),
+      deleteViewTokens: db.prepare('DELETE FROM view_tokens WHERE address_id = ?'),
       replaceIngressSecret: db.prepare(
         `UPDATE addresses SET previous_ingress_digest = CASE WHEN @until IS NULL THEN NULL ELSE ingress_secret_digest END,
                               previous_ingress_until = @until, ingress_secret_digest = @digest
@@ -97,10 +98,11 @@ export class AddressWrites {
     })();
   }
 
-  replaceReadToken(id: string, digest: string, now: number): AddressRecord | null {
+  replaceReadToken(id: string, digest: string, now: number, revokeViewTokens: boolean): AddressRecord | null {
     return this.db.transaction(() => {
       if (!this.live(id, now)) return null;
       this.sql.replaceReadToken.run(digest, id);
+      if (revokeViewTokens) this.sql.deleteViewTokens.run(id);
       return this.live(id, now);
     })();
   }

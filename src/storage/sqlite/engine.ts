@@ -33,6 +33,7 @@ import { EventReads } from './events-read.js';
 import { prepareEmailPartRead } from './email-parts.js';
 import type {
   AddressChanges,
+  AckRecord,
   AddressRecord,
   AppendInput,
   AppendParams,
@@ -40,9 +41,11 @@ import type {
   AppendResult,
   EventPageRecord,
   EventRecord,
+  ListAcknowledgedParams,
   ListEventsParams,
   PurgeResult,
   ReplaceIngressSecretParams,
+  ReplaceReadTokenParams,
   SenderRecord,
   Storage,
   TakeTokenParams,
@@ -252,8 +255,8 @@ export class SqliteStorage implements Storage {
     return this.forgetAround(id, this.call('updateAddress', id, changes, now));
   }
 
-  replaceReadToken(id: string, digest: string, now: number): Promise<AddressRecord | null> {
-    return this.forgetAround(id, this.call('replaceReadToken', id, digest, now));
+  replaceReadToken({ id, digest, now, revokeViewTokens }: ReplaceReadTokenParams): Promise<AddressRecord | null> {
+    return this.forgetAround(id, this.call('replaceReadToken', id, digest, now, revokeViewTokens));
   }
 
   replaceIngressSecret({ id, digest, previousUntil, now }: ReplaceIngressSecretParams) {
@@ -335,6 +338,10 @@ export class SqliteStorage implements Storage {
 
   async ackUpTo(addressId: string, upTo: number, now: number): Promise<number> {
     return this.call('ackUpTo', addressId, upTo, now);
+  }
+
+  async listAcknowledged(params: ListAcknowledgedParams): Promise<AckRecord[]> {
+    return read(() => this.reads.events.acknowledged(params));
   }
 
   async getEmailPart(addressId: string, eventId: string, part: number): Promise<EmailPart | null> {

@@ -3,7 +3,7 @@
 // queue has room.
 import type Database from 'better-sqlite3';
 import { latestSequenceQuery, pageFromArrays, pageQuery, type PageDialect } from '../page-query.js';
-import type { EventPageRecord, ListEventsParams } from '../storage.js';
+import type { AckRecord, EventPageRecord, ListAcknowledgedParams, ListEventsParams } from '../storage.js';
 import { KEY_OF_ID } from './migrations.js';
 
 const DIALECT: PageDialect = {
@@ -29,6 +29,10 @@ export class EventReads {
     this.sql = {
       countEvents: db.prepare<[string], { n: number }>(
         `SELECT COUNT(*) AS n FROM events WHERE address_key = ${KEY_OF_ID}`,
+      ),
+      acknowledged: db.prepare<[string, number, number, number], AckRecord>(
+        `SELECT id, sequence, acknowledged_at AS acknowledgedAt FROM events
+         WHERE address_key = ${KEY_OF_ID} AND acknowledged_at >= ? AND sequence <= ? ORDER BY sequence LIMIT ?`,
       ),
       anyAcknowledged: db.prepare<[string], { one: number }>(
         `SELECT 1 AS one FROM events WHERE address_key = ${KEY_OF_ID} AND acknowledged_at IS NOT NULL LIMIT 1`,
@@ -56,6 +60,11 @@ export class EventReads {
         latestSequence: this.sql.latest.get(params.addressId) ?? 0,
       }
     );
+  }
+
+  /** The acknowledgements a stream tells its readers (docs/api.md §4.1). */
+  acknowledged({ addressId, since, upTo, limit }: ListAcknowledgedParams): AckRecord[] {
+    return this.sql.acknowledged.all(addressId, since, upTo, limit);
   }
 
   /** Whether one more event could be accepted now (not full of unacknowledged events). */

@@ -65,8 +65,8 @@ export class SqliteWrites {
     return this.addresses.update(id, changes, now);
   }
 
-  replaceReadToken(id: string, digest: string, now: number): AddressRecord | null {
-    return this.addresses.replaceReadToken(id, digest, now);
+  replaceReadToken(id: string, digest: string, now: number, revokeViewTokens: boolean): AddressRecord | null {
+    return this.addresses.replaceReadToken(id, digest, now, revokeViewTokens);
   }
 
   replaceIngressSecret(id: string, digest: string, previousUntil: number | null, now: number): AddressRecord | null {
