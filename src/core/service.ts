@@ -145,7 +145,7 @@ export interface EventStreamHandle {
     after: number,
     limit: number,
     maxBytes?: number,
-  ): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked'>;
+  ): Promise<{ records: EventRecord[]; hasMore: boolean; scannedTo?: number } | 'gone' | 'revoked'>;
   /**
    * The part of a wake-up's shared read past `after`, cut as readAfter cuts; 'gone' and
    * 'revoked' as readAfter; null when the shared read does not cover `after`, or the
@@ -156,7 +156,7 @@ export interface EventStreamHandle {
     after: number,
     limit: number,
     maxBytes?: number,
-  ): { records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked' | null;
+  ): { records: EventRecord[]; hasMore: boolean; scannedTo?: number } | 'gone' | 'revoked' | null;
   /**
    * The acknowledgements of events up to `upTo` made at or after `since` (ms), by
    * sequence: for the stream's `ack` messages when no shared read brought them.
@@ -791,6 +791,7 @@ export class RoostService {
     onChange: (read?: Promise<SharedRead>) => void,
     client = '',
     ackSince?: () => number | undefined,
+    filter?: EventFilter,
   ): Promise<EventStreamHandle> {
     let { expiresAt } = await this.authenticate(addressId, token);
     const release = this.admitWaiter(addressId, client, token);
@@ -808,14 +809,22 @@ export class RoostService {
         if (!current) return 'gone';
         if ((await this.accessOf(current, token!)) === null) return 'revoked';
         expiresAt = current.expiresAt; // a PATCH may have changed it
-        const page = await this.storage.listEvents({ addressId, after, limit, maxBytes: Math.min(bytes, maxBytes) });
-        return { records: page.events, hasMore: page.hasMore };
+        const page = await this.storage.listEvents({
+          addressId,
+          after,
+          limit,
+          maxBytes: Math.min(bytes, maxBytes),
+          filter,
+          scanLimit: filter ? this.config.filterScanEvents : undefined,
+        });
+        return { records: page.events, hasMore: page.hasMore, scannedTo: page.scannedTo };
       },
       fromShared: (read, after, limit, bytes = maxBytes) => {
         if (!read.address) return 'gone';
         // A read token is re-checked here against the address just read; a view token needs
         // a look-up, which readAfter makes.
-        if (!token?.startsWith(READ_TOKEN_PREFIX)) return null;
+        // A filtered stream reads for itself: the shared read is unfiltered.
+        if (!token?.startsWith(READ_TOKEN_PREFIX) || filter) return null;
         if (!secretMatches(token, read.address.readTokenDigest)) return 'revoked';
         expiresAt = read.address.expiresAt;
         return sliceShared(read, after, limit, Math.min(bytes, maxBytes));
