@@ -182,6 +182,7 @@ export const AckRunResponseSchema = Type.Object(
   },
   { title: 'AckRunResponse', additionalProperties: false },
 );
+export type AckRunResponse = Static<typeof AckRunResponseSchema>;
 
 export const EventResponseSchema = Type.Object(
   { event: EventSchema },
