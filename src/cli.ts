@@ -3,6 +3,8 @@
 // client of a running one, built on the SDK in ./client. Output contract: stdout carries
 // JSON only (one object a line when piped); progress and summaries go to stderr, and only
 // when stderr is a terminal. Exit status: 0 done, 1 failed (one line on stderr), 2 bad usage.
+// The Node.js version is checked first, before any other module loads.
+import './require-node.js';
 import { readFileSync } from 'node:fs';
 import { chmod, open, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';

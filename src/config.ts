@@ -75,6 +75,8 @@ export interface Config {
   secretKey?: Buffer;
   /** Where the generated key lives: beside the SQLite file (the data directory). */
   secretKeyPath: string;
+  /** Said at start: ROOST_* variables that no setting reads, with the closest known name. */
+  warnings?: string[];
 }
 
 export interface EmailLimits {
@@ -140,6 +142,49 @@ export const ENV_VARS = [
   'ROOST_EMAIL_MAX_HTML_BYTES',
   'ROOST_SECRET_KEY',
 ] as const;
+
+/** Variables of the `roost` client commands and the test suite: known, though serve reads none. */
+const OTHER_KNOWN_VARS = [
+  'ROOST_URL',
+  'ROOST_CREDENTIALS',
+  'ROOST_ADDRESS_ID',
+  'ROOST_READ_TOKEN',
+  'ROOST_SENDER_SECRETS',
+  'ROOST_SENDER_VERIFY_TOKEN',
+];
+
+/** Edit distance (insertions, deletions, substitutions, adjacent swaps) between two names. */
+function distance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) rows[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      rows[i][j] = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        rows[i][j] = Math.min(rows[i][j], rows[i - 2][j - 2] + 1);
+    }
+  }
+  return rows[a.length][b.length];
+}
+
+/**
+ * One sentence per ROOST_* variable that nothing reads (a misspelt ROOST_SMPT_PORT would
+ * otherwise be ignored without a word), naming the closest known variable. The test suite's
+ * own ROOST_TEST_* and ROOST_BENCH_* variables are not Roost's settings.
+ */
+export function unknownVariableWarnings(env: Env): string[] {
+  const known: string[] = [...ENV_VARS, ...OTHER_KNOWN_VARS];
+  return Object.keys(env)
+    .filter((name) => name.startsWith('ROOST_') && !/^ROOST_(TEST|BENCH)_/.test(name) && !known.includes(name))
+    .sort()
+    .map((name) => {
+      const closest = known.reduce((best, candidate) =>
+        distance(name, candidate) < distance(name, best) ? candidate : best,
+      );
+      return `${name} is not a Roost setting and is ignored; did you mean ${closest}? (README.md § Configuration)`;
+    });
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -345,5 +390,6 @@ export function loadConfig(env: Env = {}): Config {
     },
     secretKey,
     secretKeyPath: join(dirname(dbPath), 'secret.key'),
+    warnings: unknownVariableWarnings(env),
   };
 }
