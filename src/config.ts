@@ -2,6 +2,7 @@
 // validated Config that is passed to every module. Nothing else reads process.env.
 import { dirname, join } from 'node:path';
 import { parseSecretKey } from './core/secret-box.js';
+import type { PoolMode } from './storage/postgres-connection-options.js';
 
 export const PRODUCT = 'roost';
 
@@ -31,6 +32,12 @@ export interface Config {
   pgStatementTimeoutMs: number;
   /** How long a request waits to open a PostgreSQL connection or get one from a full pool. */
   pgConnectTimeoutMs: number;
+  /** A direct (or session-pooled) URL for the LISTEN connection, when DATABASE_URL goes through a transaction pooler. */
+  pgListenUrl?: string;
+  /** How connections reach PostgreSQL: auto (detects a pooler), session or transaction (docs/scale-out.md). */
+  pgPoolMode: PoolMode;
+  /** How long start waits for a database that refuses, is starting up or is full. */
+  pgStartTimeoutMs: number;
   smtpPort: number;
   smtpHost: string;
   mailDomain: string;
@@ -110,6 +117,9 @@ export const ENV_VARS = [
   'ROOST_PG_POOL_SIZE',
   'ROOST_PG_STATEMENT_TIMEOUT_MS',
   'ROOST_PG_CONNECT_TIMEOUT_MS',
+  'ROOST_PG_LISTEN_URL',
+  'ROOST_PG_POOL_MODE',
+  'ROOST_PG_START_TIMEOUT_MS',
   'ROOST_SMTP_PORT',
   'ROOST_SMTP_HOST',
   'ROOST_MAIL_DOMAIN',
@@ -185,6 +195,9 @@ export function unknownVariableWarnings(env: Env): string[] {
       return `${name} is not a Roost setting and is ignored; did you mean ${closest}? (README.md § Configuration)`;
     });
 }
+
+/** Type-only import above: the client commands read this file and must not load the driver. */
+const POOL_MODES: readonly PoolMode[] = ['auto', 'session', 'transaction'];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -318,6 +331,15 @@ export function loadConfig(env: Env = {}): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// URL');
   }
+  const pgListenUrl = env.ROOST_PG_LISTEN_URL || undefined;
+  if (pgListenUrl && !/^postgres(ql)?:\/\//.test(pgListenUrl)) {
+    throw new ConfigError('ROOST_PG_LISTEN_URL must be a postgres:// URL');
+  }
+  const pgPoolMode = (env.ROOST_PG_POOL_MODE || 'auto').toLowerCase() as PoolMode;
+  if (!POOL_MODES.includes(pgPoolMode))
+    throw new ConfigError(
+      `ROOST_PG_POOL_MODE must be one of ${POOL_MODES.join(', ')}, got "${env.ROOST_PG_POOL_MODE}"`,
+    );
   const defaultTtlSeconds = integer(env, 'ROOST_DEFAULT_TTL_SECONDS', undefined, 60, 31_536_000);
   const maxTtlSeconds = integer(env, 'ROOST_MAX_TTL_SECONDS', undefined, 60, 31_536_000);
   if (defaultTtlSeconds !== undefined && maxTtlSeconds !== undefined && defaultTtlSeconds > maxTtlSeconds) {
@@ -355,6 +377,9 @@ export function loadConfig(env: Env = {}): Config {
     pgPoolSize: integer(env, 'ROOST_PG_POOL_SIZE', 10, 1, 1000),
     pgStatementTimeoutMs: integer(env, 'ROOST_PG_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
     pgConnectTimeoutMs: integer(env, 'ROOST_PG_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
+    pgListenUrl,
+    pgPoolMode,
+    pgStartTimeoutMs: integer(env, 'ROOST_PG_START_TIMEOUT_MS', 30_000, 0, 3_600_000),
     smtpPort: integer(env, 'ROOST_SMTP_PORT', 2525, 0, 65535),
     smtpHost: env.ROOST_SMTP_HOST || host,
     mailDomain,

@@ -11,15 +11,25 @@
 //   the pool, that feeds onExternalChange so that polls held anywhere wake;
 // - the create rate-limit bucket is a row, taken under its row lock, so all instances
 //   share one bucket per client (docs/api.md §9);
-// - purges run on one instance at a time (a session advisory lock; others skip).
+// - purges run on one instance at a time (a transaction-scoped advisory lock per batch,
+//   which holds through a transaction pooler; others skip).
 // Connection failures become 503 `unavailable`; the pool and the listener reconnect on
 // their own, so a database restart is survived without restarting Roost.
-// All SQL of the engine is in this file (the schema is in postgres-migrations.ts).
+// All SQL of the engine is in this file (the schema is in postgres-migrations.ts; waiting
+// for the database and migrating it, in postgres-start.ts).
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { takeFromBucket } from './token-bucket.js';
 import { newEventId } from './event-ids.js';
-import { PG_MIGRATIONS } from './postgres-migrations.js';
+import {
+  beginSql,
+  ConnectionSettingError,
+  connectionSettings,
+  sessionSettingsSql,
+  UnnamedStatementClient,
+  type PoolMode,
+} from './postgres-connection-options.js';
+import { ADVISORY_LOCKS, DatabaseStartError, describeDatabase, prepareDatabase } from './postgres-start.js';
 import {
   databaseUnavailable,
   isConnectionLost,
@@ -70,11 +80,16 @@ export interface PostgresOptions {
   /** statement_timeout in ms; 0 means none. */
   pgStatementTimeoutMs: number;
   pgConnectTimeoutMs: number;
+  /** A direct (or session-pooled) URL for the LISTEN connection; databaseUrl when unset. */
+  pgListenUrl?: string;
+  /** How connections reach the server (postgres-connection-options.ts); `auto` detects a pooler. */
+  pgPoolMode: PoolMode;
+  /** How long start waits for a database that is not ready (postgres-start.ts). */
+  pgStartTimeoutMs: number;
 }
 
-/** Advisory locks are (namespace, key) pairs; the namespace is "Roos" in ASCII. */
-export const ADVISORY_LOCKS = { namespace: 0x526f6f73, migration: 1, purge: 2 } as const;
-const { namespace: LOCK_NAMESPACE, migration: MIGRATION_LOCK, purge: PURGE_LOCK } = ADVISORY_LOCKS;
+export { ADVISORY_LOCKS };
+const { namespace: LOCK_NAMESPACE, purge: PURGE_LOCK } = ADVISORY_LOCKS;
 
 /**
  * Rows removed per statement by purge, so that no sweep holds many locks, or the disk, for
@@ -98,8 +113,6 @@ const BUCKET_CLEANUP_EVERY_MS = 60_000;
  * stalled (stopped, swapping, partitioned away) never sends it: this bound does.
  */
 const ANSWER_GRACE_MS = 2_000;
-/** Migrations may run longer than any request (their statement_timeout is 0). */
-const NO_ANSWER_DEADLINE = { query_timeout: 2 ** 31 - 1 } as const;
 
 const LIVE = '(expires_at IS NULL OR expires_at > $2)';
 
@@ -121,12 +134,6 @@ function pageSql(unacknowledged: boolean): string {
 }
 
 const SQL = {
-  migrationLock: 'SELECT pg_advisory_xact_lock($1, $2)',
-  createMigrationsTable:
-    'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
-  appliedMigrations: 'SELECT version FROM schema_migrations',
-  recordMigration: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)',
-
   insertAddress: `
     INSERT INTO addresses (id, slug, name, task_id, email, created_at, expires_at, read_token_digest, ingress_secret_digest)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -321,8 +328,8 @@ const SQL = {
   ackUpTo:
     'UPDATE events SET acknowledged_at = $3 WHERE address_id = $1 AND sequence <= $2 AND acknowledged_at IS NULL',
 
-  tryPurgeLock: 'SELECT pg_try_advisory_lock($1, $2) AS locked',
-  purgeUnlock: 'SELECT pg_advisory_unlock($1, $2)',
+  // Held until its batch's transaction ends, on whichever server connection that is.
+  tryPurgeLock: 'SELECT pg_try_advisory_xact_lock($1, $2) AS locked',
   // SKIP LOCKED: an address locked by a racing delete is left for the next sweep rather
   // than waited for. The events go by cascade; the count reads them before it runs.
   purgeExpiredAddresses: `
@@ -375,6 +382,8 @@ const SQL = {
     )`,
 
   ping: 'SELECT 1',
+  // A wake-up whose payload names no address: the listener's proof that NOTIFY reaches it.
+  probeWake: `SELECT pg_notify('${WAKE_CHANNEL}', $1)`,
 } as const;
 
 /**
@@ -400,16 +409,6 @@ const TYPES = {
       ? (value: string) => Number(value)
       : (pg.types.getTypeParser(oid, format) as unknown)) as typeof pg.types.getTypeParser,
 };
-
-/** Redacts user and password: the description goes to logs and /readyz. */
-function describe(databaseUrl: string): string {
-  try {
-    const url = new URL(databaseUrl);
-    return `postgres://${url.host}${url.pathname}`;
-  } catch {
-    return 'postgres';
-  }
-}
 
 /** What a transaction's work decides: commit and return, or roll back and return. */
 type Outcome<T> = { commit: T } | { rollback: T };
@@ -457,19 +456,32 @@ export class PostgresStorage implements Storage {
    */
   private readonly appends: Batches<QueuedAppend>;
   private readonly addressLookups: Batches<QueuedLookup>;
+  /** Whether statements are named and settings per session, or unnamed and per transaction. */
+  readonly poolMode: 'session' | 'transaction';
+  /** What opens a transaction: BEGIN, with the statement timeout when it cannot be per session. */
+  private readonly begin: string;
+  /** Through a transaction pooler, a lone statement also runs in a transaction, which carries the timeout. */
+  private readonly timeoutPerTransaction: boolean;
 
   /**
-   * Connects, migrates (safely when several instances start together) and starts listening.
-   * `options.listenerHeartbeat` is for tests, which cannot wait 30 s.
+   * Waits for the database, brings its schema to this build's (postgres-start.ts), then
+   * opens the pool and the LISTEN connection, proving that a NOTIFY sent through the pool
+   * reaches it. `options.listenerHeartbeat` is for tests, which cannot wait 30 s.
    */
   static async open(
     config: PostgresOptions,
     logger?: Logger,
     options: { listenerHeartbeat?: ListenerHeartbeat } = {},
   ): Promise<PostgresStorage> {
-    const storage = new PostgresStorage(config, logger, options.listenerHeartbeat);
+    const prepared = await prepareDatabase(config, logger).catch((error: unknown) => {
+      if (error instanceof DatabaseStartError || error instanceof ConnectionSettingError) throw error;
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new Error(`Cannot open PostgreSQL at ${describeDatabase(config.databaseUrl ?? '')}: ${reason}`, {
+        cause: error,
+      });
+    });
+    const storage = new PostgresStorage(config, prepared.mode, logger, options.listenerHeartbeat);
     try {
-      await storage.migrate();
       await storage.listener.start();
     } catch (error) {
       await storage.close();
@@ -485,11 +497,13 @@ export class PostgresStorage implements Storage {
 
   private constructor(
     config: PostgresOptions,
+    mode: 'session' | 'transaction',
     private readonly logger?: Logger,
     listenerHeartbeat?: ListenerHeartbeat,
   ) {
     if (!config.databaseUrl) throw new Error('PostgresStorage needs DATABASE_URL');
-    this.description = describe(config.databaseUrl);
+    this.description = describeDatabase(config.databaseUrl);
+    this.poolMode = mode;
     const waited = (item: { reject: (error: unknown) => void }) =>
       item.reject(databaseUnavailable(new Error('no database connection became free in time')));
     this.appends = new Batches<QueuedAppend>((batch) => this.appendBatch(batch), {
@@ -503,8 +517,7 @@ export class PostgresStorage implements Storage {
       maxWaitMs: config.pgConnectTimeoutMs,
       expire: waited,
     });
-    const connection: pg.ClientConfig = {
-      connectionString: config.databaseUrl,
+    const common: pg.ClientConfig = {
       application_name: 'roost',
       // Bounds both opening a connection and waiting for a free one in a full pool.
       connectionTimeoutMillis: config.pgConnectTimeoutMs,
@@ -512,12 +525,20 @@ export class PostgresStorage implements Storage {
       types: TYPES,
     };
     const answerTimeout = config.pgStatementTimeoutMs > 0 ? config.pgStatementTimeoutMs + ANSWER_GRACE_MS : undefined;
+    const timeout = config.pgStatementTimeoutMs;
+    this.begin = beginSql(mode, timeout);
+    this.timeoutPerTransaction = mode === 'transaction' && timeout > 0;
     this.pool = new pg.Pool({
-      ...connection,
+      ...connectionSettings(config.databaseUrl, 'DATABASE_URL').config,
+      ...common,
       max: config.pgPoolSize,
-      // 0 means no limit in PostgreSQL too.
-      statement_timeout: config.pgStatementTimeoutMs,
       query_timeout: answerTimeout,
+      // The statement timeout is set by a statement, never as a startup parameter (which a
+      // pooler refuses); through a transaction pooler, inside each transaction instead.
+      // pg-pool waits for the promise onConnect returns before handing the client out; its types say void.
+      // eslint-disable-next-line @typescript-eslint/no-misused-promises
+      onConnect: mode === 'session' ? (client) => client.query(sessionSettingsSql(timeout)) : undefined,
+      Client: mode === 'transaction' ? UnnamedStatementClient : undefined,
     });
     // pg-pool listens for 'error' on a client only while it is idle, and a pg client emits
     // 'error' when its connection dies; a checked-out client with no listener of its own
@@ -530,13 +551,19 @@ export class PostgresStorage implements Storage {
     });
     // An idle client's error also reaches the pool, which drops that client.
     this.pool.on('error', () => {});
+    const listenSetting = config.pgListenUrl ? 'ROOST_PG_LISTEN_URL' : 'DATABASE_URL';
     this.listener = new WakeListener(
-      { ...connection, query_timeout: config.pgConnectTimeoutMs },
+      {
+        ...connectionSettings(config.pgListenUrl ?? config.databaseUrl, listenSetting).config,
+        ...common,
+        query_timeout: config.pgConnectTimeoutMs,
+      },
       (addressId) => {
         for (const listener of this.changeListeners) listener(addressId);
       },
       logger,
       listenerHeartbeat,
+      { setting: listenSetting, send: (payload) => this.query(SQL.probeWake, [payload]) },
     );
   }
 
@@ -568,16 +595,37 @@ export class PostgresStorage implements Storage {
     for (let attempt = 1; ; attempt++) {
       const db = await this.connect();
       try {
-        const result = await db.query<R>(statement(text, values));
+        const query = statement(text, values);
+        const result = this.timeoutPerTransaction
+          ? await this.inOwnTransaction<R>(db, query)
+          : await db.query<R>(query);
         db.release();
         return result;
       } catch (error) {
-        // A connection-level failure destroys the connection rather than pooling it again.
-        db.release(isConnectionLost(error) ? (error as Error) : undefined);
+        // A connection-level failure destroys the connection rather than pooling it again;
+        // so does one left inside a transaction that it cannot roll back.
+        const broken =
+          isConnectionLost(error) ||
+          (this.timeoutPerTransaction &&
+            (await db.query('ROLLBACK').then(
+              () => false,
+              () => true,
+            )));
+        db.release(broken ? (error as Error) : undefined);
         if (attempt < 3 && isRetryable(error)) continue;
         throw error;
       }
     }
+  }
+
+  private async inOwnTransaction<R extends pg.QueryResultRow>(
+    db: pg.PoolClient,
+    query: pg.QueryConfig,
+  ): Promise<pg.QueryResult<R>> {
+    await db.query(this.begin);
+    const result = await db.query<R>(query);
+    await db.query('COMMIT');
+    return result;
   }
 
   /**
@@ -592,7 +640,7 @@ export class PostgresStorage implements Storage {
     for (let attempt = 1; ; attempt++) {
       const db = await this.connect();
       try {
-        await db.query('BEGIN');
+        await db.query(this.begin);
         const outcome = await work(db);
         await db.query('commit' in outcome ? 'COMMIT' : 'ROLLBACK');
         db.release();
@@ -609,25 +657,6 @@ export class PostgresStorage implements Storage {
         throw storageError(error);
       }
     }
-  }
-
-  private async migrate(): Promise<void> {
-    await this.transaction(async (db) => {
-      // A migration may take longer than a request may; it runs once, at start.
-      await db.query('SET LOCAL statement_timeout = 0');
-      const run = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) =>
-        db.query<R>({ text, values, ...NO_ANSWER_DEADLINE });
-      // Instances starting together queue here; each later one then finds the work done.
-      await run(SQL.migrationLock, [LOCK_NAMESPACE, MIGRATION_LOCK]);
-      await run(SQL.createMigrationsTable);
-      const applied = new Set((await run<{ version: number }>(SQL.appliedMigrations)).rows.map((r) => r.version));
-      for (const migration of PG_MIGRATIONS) {
-        if (applied.has(migration.version)) continue;
-        await run(migration.sql);
-        await run(SQL.recordMigration, [migration.version, migration.name, Date.now()]);
-      }
-      return { commit: undefined };
-    });
   }
 
   // --- addresses -----------------------------------------------------------------------
@@ -1100,45 +1129,39 @@ export class PostgresStorage implements Storage {
   // --- housekeeping --------------------------------------------------------------------
 
   /**
-   * One instance purges at a time: the session advisory lock is tried, not waited for, and
-   * an instance that does not get it skips this sweep (another is doing the work). Each
-   * statement removes a bounded batch and commits on its own.
+   * One instance purges at a time: each bounded batch is a transaction that first tries a
+   * transaction-scoped advisory lock, and an instance that does not get it stops this sweep
+   * (another is doing the work). The lock ends with its transaction, so it holds through a
+   * transaction pooler, where consecutive statements may run on different server connections.
    */
   async purge(now: number, retainAfter: number): Promise<PurgeResult> {
     const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
-    const db = await this.connect();
-    let broken: Error | undefined;
-    try {
-      const { rows } = await db.query<{ locked: boolean }>(SQL.tryPurgeLock, [LOCK_NAMESPACE, PURGE_LOCK]);
-      if (!rows[0].locked) return result;
-      try {
-        for (;;) {
-          const emptied = await db.query(SQL.purgeEventsOfExpired, [now]);
-          if (!emptied.rowCount) break;
-          result.eventsPurged += emptied.rowCount;
-        }
-        for (;;) {
-          const expired = await db.query<{ id: string; events: number }>(SQL.purgeExpiredAddresses, [now]);
-          if (expired.rows.length === 0) break;
-          result.expiredAddressIds.push(...expired.rows.map((r) => r.id));
-          result.eventsPurged += expired.rows[0].events;
-        }
-        for (;;) {
-          const old = await db.query<{ purged: number }>(SQL.purgeOldEvents, [retainAfter]);
-          if (!old.rows[0].purged) break;
-          result.eventsPurged += old.rows[0].purged;
-        }
-      } finally {
-        await db.query(SQL.purgeUnlock, [LOCK_NAMESPACE, PURGE_LOCK]).catch((error: Error) => (broken = error));
-      }
-      return result;
-    } catch (error) {
-      broken = error instanceof Error ? error : new Error(String(error));
-      throw storageError(error);
-    } finally {
-      // A connection that could not unlock is destroyed, and its session lock with it.
-      db.release(broken);
+    const batch = <R extends pg.QueryResultRow>(text: string, values: unknown[]) =>
+      this.transaction<pg.QueryResult<R> | undefined>(async (db) => {
+        const { rows } = await db.query<{ locked: boolean }>(statement(SQL.tryPurgeLock, [LOCK_NAMESPACE, PURGE_LOCK]));
+        if (!rows[0].locked) return { rollback: undefined };
+        return { commit: await db.query<R>(statement(text, values)) };
+      });
+    for (;;) {
+      const emptied = await batch(SQL.purgeEventsOfExpired, [now]);
+      if (!emptied) return result;
+      if (!emptied.rowCount) break;
+      result.eventsPurged += emptied.rowCount;
     }
+    for (;;) {
+      const expired = await batch<{ id: string; events: number }>(SQL.purgeExpiredAddresses, [now]);
+      if (!expired) return result;
+      if (expired.rows.length === 0) break;
+      result.expiredAddressIds.push(...expired.rows.map((r) => r.id));
+      result.eventsPurged += expired.rows[0].events;
+    }
+    for (;;) {
+      const old = await batch<{ purged: number }>(SQL.purgeOldEvents, [retainAfter]);
+      if (!old) return result;
+      if (!old.rows[0].purged) break;
+      result.eventsPurged += old.rows[0].purged;
+    }
+    return result;
   }
 
   async takeToken(key: string, limit: number, periodMs: number, now: number): Promise<TokenBucketResult> {
@@ -1177,6 +1200,11 @@ export class PostgresStorage implements Storage {
 
   get listening(): boolean {
     return this.listener.connected;
+  }
+
+  /** Whether wake-ups from other instances arrive: the LISTEN connection is up and its last probe came back. */
+  get wakeupsArriving(): boolean {
+    return this.listener.healthy;
   }
 
   // --- lifecycle -----------------------------------------------------------------------
