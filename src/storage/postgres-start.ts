@@ -210,7 +210,9 @@ export async function prepareDatabase(
         { poolMode: mode },
         `DATABASE_URL goes through a connection pooler: ${mode} pooling (ROOST_PG_POOL_MODE=${options.pgPoolMode})`,
       );
-    if (mode === 'transaction' && !options.pgListenUrl && !migrateOnly)
+    // Declared so: refused now. Detected (auto): the listener's first probe finds out
+    // whether LISTEN hears through this pooler (a session pooler), and refuses if not.
+    if (options.pgPoolMode === 'transaction' && !options.pgListenUrl && !migrateOnly)
       throw new DatabaseStartError(
         'DATABASE_URL goes through a transaction pooler, where LISTEN does not hold: wake-ups from other instances ' +
           'would be lost. Set ROOST_PG_LISTEN_URL to a direct or session-pooled URL of the same database ' +
