@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { PostgresStorage } from '../src/storage/postgres.js';
 import { PG_SCHEMA_VERSION } from '../src/storage/postgres-start.js';
@@ -278,57 +279,89 @@ describe(
   },
 );
 
-describe('a database that appears seconds after Roost starts', { skip: clusterSkip }, () => {
-  test('start waits, logging each try, then serves once the server is up', async () => {
-    const cluster = await createCluster();
-    const dir = mkdtempSync(join(tmpdir(), 'roost-late-'));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        PORT: '0',
-        ROOST_SMTP_PORT: '0',
-        ROOST_DB: join(dir, 'unused.db'),
-        DATABASE_URL: cluster.url,
-        ROOST_SECRET_KEY: Buffer.alloc(32, 9).toString('base64'),
-        ROOST_PG_START_TIMEOUT_MS: '300000',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+/** `roost serve` from source as a child process, its output kept; `seen` waits for a line. */
+function serveChild(env: Record<string, string>, dir: string) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      ROOST_SMTP_PORT: '0',
+      ROOST_DB: join(dir, 'unused.db'),
+      ROOST_SECRET_KEY: Buffer.alloc(32, 9).toString('base64'),
+      ROOST_PG_START_TIMEOUT_MS: '300000',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const lines = (pattern: RegExp) => output.split('\n').filter((line) => pattern.test(line));
+  /** Resolves with the `count`-th line matching, as it arrives. */
+  const seen = (pattern: RegExp, count = 1) =>
+    new Promise<string>((resolve, reject) => {
+      const check = () => {
+        const found = lines(pattern);
+        if (found.length >= count) resolve(found[count - 1]);
+      };
+      child.stdout.on('data', check);
+      child.stderr.on('data', check);
+      child.once('exit', (code) => reject(new Error(`roost exited ${code}:\n${output}`)));
+      check();
     });
-    let output = '';
-    const seen = (pattern: RegExp) =>
-      new Promise<string>((resolve, reject) => {
-        const check = () => {
-          const line = output.split('\n').find((l) => pattern.test(l));
-          if (line) resolve(line);
-        };
-        child.stdout.on('data', check);
-        child.stderr.on('data', check);
-        child.once('exit', (code) => reject(new Error(`roost exited ${code}:\n${output}`)));
-        check();
-      });
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    try {
-      // Two refused tries logged: Roost is waiting, not gone.
-      await seen(/is not ready.*trying again/);
-      const tries = () => output.split('\n').filter((l) => /is not ready/.test(l)).length;
-      await new Promise<void>((resolve) => {
-        const check = () => tries() >= 2 && resolve();
-        child.stdout.on('data', check);
-        check();
-      });
-      assert.match(output, /ECONNREFUSED|connect/);
-      cluster.start();
-      const listening = JSON.parse(await seen(/Roost listening/)) as { http: string };
-      assert.match(output, /PostgreSQL at postgres:\/\/127\.0\.0\.1:\d+\/postgres is ready/);
-      const address = await createAddress(listening.http);
-      assert.equal((await deliver(address.inbox, { data: 'late' })).status, 202);
-    } finally {
-      if (child.exitCode === null) {
+  return {
+    seen,
+    output: () => output,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
         await once(child, 'exit');
       }
+    },
+  };
+}
+
+describe('start waits for the database', { skip: clusterSkip }, () => {
+  test('a database that appears seconds after Roost starts: each try logged, then it serves', async () => {
+    const cluster = await createCluster();
+    const dir = mkdtempSync(join(tmpdir(), 'roost-late-'));
+    const roost = serveChild({ DATABASE_URL: cluster.url }, dir);
+    try {
+      // Two refused tries logged: Roost is waiting, not gone.
+      const tried = await roost.seen(/is not ready.*trying again/, 2);
+      assert.match(tried, /ECONNREFUSED/);
+      cluster.start();
+      const listening = JSON.parse(await roost.seen(/Roost listening/)) as { http: string };
+      assert.match(roost.output(), /PostgreSQL at postgres:\/\/127\.0\.0\.1:\d+\/postgres is ready/);
+      const address = await createAddress(listening.http);
+      assert.equal((await deliver(address.inbox, { data: 'late' })).status, 202);
+    } finally {
+      await roost.stop();
+      cluster.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a database with too many clients: start waits until connections free up', async () => {
+    const cluster = await createCluster('-c max_connections=4 -c superuser_reserved_connections=0');
+    cluster.start();
+    const dir = mkdtempSync(join(tmpdir(), 'roost-full-'));
+    const held: pg.Client[] = [];
+    for (let i = 0; i < 4; i++) {
+      const client = new pg.Client({ connectionString: cluster.url });
+      await client.connect();
+      held.push(client);
+    }
+    const roost = serveChild({ DATABASE_URL: cluster.url, ROOST_PG_POOL_SIZE: '2' }, dir);
+    try {
+      await roost.seen(/is not ready \(sorry, too many clients already\)/);
+      await Promise.all(held.splice(0).map((client) => client.end()));
+      const listening = JSON.parse(await roost.seen(/Roost listening/)) as { http: string };
+      assert.equal((await request(listening.http, 'GET', '/readyz')).status, 200);
+    } finally {
+      await Promise.all(held.map((client) => client.end().catch(() => {})));
+      await roost.stop();
       cluster.destroy();
       rmSync(dir, { recursive: true, force: true });
     }
