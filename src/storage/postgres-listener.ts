@@ -60,6 +60,8 @@ export class WakeListener {
   private readonly awaited = new Map<string, () => void>();
   /** Whether the last probe came back (true until one does not). */
   private heard = true;
+  /** Since when wake-ups may have been missing (lost or deaf), until heard again. */
+  private downSince: number | undefined;
 
   constructor(
     private readonly clientConfig: pg.ClientConfig,
@@ -95,6 +97,15 @@ export class WakeListener {
   /** Whether wake-ups from other instances arrive: connected, and the last probe was heard. */
   get healthy(): boolean {
     return this.connected && this.heard;
+  }
+
+  /**
+   * For /readyz: false once wake-ups have been missing for longer than the heartbeat's
+   * timeout. A listener back within it (a database restart, a terminated backend: it
+   * reconnects within a second) does not take the instance out of its balancer.
+   */
+  get arriving(): boolean {
+    return this.healthy || this.downSince === undefined || Date.now() - this.downSince < this.heartbeat.timeoutMs;
   }
 
   /**
@@ -175,10 +186,12 @@ export class WakeListener {
         if (probed === 'heard') {
           if (!this.heard) this.logger?.info('wake-ups from other instances arrive again');
           this.heard = true;
+          this.downSince = undefined;
           return this.scheduleHeartbeat(client);
         }
         if (probed === 'deaf') {
           this.heard = false;
+          this.downSince ??= Date.now();
           this.logger?.warn(
             { setting: this.probe!.setting },
             'a NOTIFY sent through the pool did not reach the LISTEN connection: wake-ups from other instances are ' +
@@ -212,6 +225,7 @@ export class WakeListener {
   private lost(client: pg.Client): void {
     if (client !== this.client || this.stopped) return;
     this.client = undefined;
+    this.downSince ??= Date.now();
     clearTimeout(this.heartbeatTimer);
     this.logger?.warn(
       'PostgreSQL LISTEN connection lost; reconnecting (long-polls held here fall back to their timeouts meanwhile)',
@@ -234,6 +248,7 @@ export class WakeListener {
             this.onWake(ANY_ADDRESS);
             // Heard again only once a probe comes back (a deaf LISTEN reconnects deaf).
             if (this.probe && !this.heard) this.heard = (await this.probeOnce()) === 'heard';
+            if (this.heard && this.client !== undefined) this.downSince = undefined;
           },
           () => this.scheduleReconnect(),
         );

@@ -1202,9 +1202,9 @@ export class PostgresStorage implements Storage {
     return this.listener.connected;
   }
 
-  /** Whether wake-ups from other instances arrive: the LISTEN connection is up and its last probe came back. */
+  /** Whether wake-ups from other instances arrive (the LISTEN connection is up and hears), give or take a reconnect. */
   get wakeupsArriving(): boolean {
-    return this.listener.healthy;
+    return this.listener.arriving;
   }
 
   // --- lifecycle -----------------------------------------------------------------------
