@@ -390,7 +390,8 @@ const SQL = {
  * The engine's statements run as named prepared statements: each pooled connection parses
  * and plans one once instead of on every call. Planning the append's statement was most of
  * PostgreSQL's CPU per delivery (BENCHMARKS.md, History). Migrations and
- * other one-off SQL stay unnamed.
+ * other one-off SQL stay unnamed, and so does everything through a transaction pooler
+ * (UnnamedStatementClient drops the names).
  */
 const STATEMENT_NAMES = new Map<string, string>(Object.entries(SQL).map(([key, text]) => [text, `roost_${key}`]));
 
