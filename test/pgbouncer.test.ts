@@ -70,6 +70,23 @@ for (const poolMode of ['session', 'transaction'] as const) {
       assert.doesNotMatch(bouncer.log(), /unsupported startup parameter/);
     });
 
+    // Through a transaction pooler the same setting is refused (below).
+    if (poolMode === 'session')
+      test('ROOST_PG_POOL_MODE=session is accepted through it: named statements, the timeout per session', async () => {
+        const declared = await startTestServer('postgres', {
+          reuse: { databaseUrl: bouncer.through(db.url) },
+          env: { ROOST_PG_POOL_MODE: 'session', ROOST_PG_STATEMENT_TIMEOUT_MS: '1500' },
+        });
+        try {
+          assert.equal((declared.roost.storage as PostgresStorage).poolMode, 'session');
+          assert.equal((await engineQuery(declared, 'SHOW statement_timeout')).rows[0].statement_timeout, '1500ms');
+          const address = await createAddress(declared.url);
+          assert.equal((await deliver(address.inbox, { data: 'named' })).status, 202);
+        } finally {
+          await declared.close();
+        }
+      });
+
     test('a poll held on one instance is woken by a delivery through the other, both ways', async () => {
       const address = await createAddress(a.url);
       for (const [poller, sender, after] of [
@@ -172,6 +189,17 @@ describe(`transaction pooling (${pgbouncerVersion}) without a session URL for LI
     await assert.rejects(
       startTestServer('postgres', { reuse: { databaseUrl }, env: { ROOST_PG_POOL_MODE: 'transaction' } }),
       /transaction pooler.*Set ROOST_PG_LISTEN_URL/s,
+    );
+  });
+
+  test('ROOST_PG_POOL_MODE=session through it is refused at start, naming the setting', async () => {
+    const databaseUrl = bouncer.through(db.url);
+    await assert.rejects(
+      startTestServer('postgres', {
+        reuse: { databaseUrl },
+        env: { ROOST_PG_POOL_MODE: 'session', ROOST_PG_LISTEN_URL: db.url },
+      }),
+      /ROOST_PG_POOL_MODE=session, but DATABASE_URL goes through a pooler in transaction mode/,
     );
   });
 });

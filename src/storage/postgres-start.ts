@@ -111,6 +111,30 @@ async function behindPooler(client: pg.Client): Promise<boolean> {
   return announced !== rows[0].pid;
 }
 
+/**
+ * Whether the pooler shares server connections between clients from one transaction to the
+ * next (transaction pooling): while a second client holds a transaction open, the first one's
+ * next statement runs elsewhere, or the second got the first one's server connection. Under
+ * session pooling neither can happen. Used to check ROOST_PG_POOL_MODE=session.
+ */
+async function sharesServerConnections(db: pg.Client, config: pg.ClientConfig): Promise<boolean> {
+  const pid = async (client: pg.Client) =>
+    (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+  const other = new pg.Client(config);
+  other.on('error', () => {});
+  await other.connect();
+  try {
+    const first = await pid(db);
+    await other.query('BEGIN');
+    const others = await pid(other);
+    const again = await pid(db);
+    await other.query('COMMIT');
+    return others === first || again !== first;
+  } finally {
+    await other.end().catch(() => {});
+  }
+}
+
 interface SchemaState {
   /** The highest version applied (0: none). */
   current: number;
@@ -197,14 +221,26 @@ export async function prepareDatabase(
   const description = describeDatabase(options.databaseUrl);
   const settings = connectionSettings(options.databaseUrl, 'DATABASE_URL');
   if (options.pgListenUrl) connectionSettings(options.pgListenUrl, 'ROOST_PG_LISTEN_URL'); // its errors, now
+  const clientConfig = {
+    ...settings.config,
+    application_name: 'roost',
+    connectionTimeoutMillis: options.pgConnectTimeoutMs,
+  };
   const db = await connectWhenReady(
-    { ...settings.config, application_name: 'roost', connectionTimeoutMillis: options.pgConnectTimeoutMs },
+    clientConfig,
     { description, timeoutMs: options.pgStartTimeoutMs, explain: (error) => settings.explain(error) },
     logger,
   );
   try {
     const pooled = await behindPooler(db);
     const mode = options.pgPoolMode === 'auto' ? (pooled ? 'transaction' : 'session') : options.pgPoolMode;
+    // Named statements and session settings through a transaction pooler would fail later,
+    // request by request: refused now instead.
+    if (pooled && mode === 'session' && !migrateOnly && (await sharesServerConnections(db, clientConfig)))
+      throw new DatabaseStartError(
+        'ROOST_PG_POOL_MODE=session, but DATABASE_URL goes through a pooler in transaction mode (server connections ' +
+          'change hands between transactions). Set ROOST_PG_POOL_MODE=transaction (or auto), with ROOST_PG_LISTEN_URL.',
+      );
     if (pooled && !migrateOnly)
       logger?.info(
         { poolMode: mode },
