@@ -80,7 +80,8 @@ export function connectionSettings(url: string, setting: string): ConnectionSett
       `${setting}: sslmode=${sslmode} would fall back to an unencrypted connection, which Roost does not do; ` +
         'use sslmode=require (encrypt), verify-full (encrypt and verify the server) or disable',
     );
-  const mode = sslmode ?? 'verify-full';
+  // `no-verify` is node-postgres's own name for what libpq calls `require`.
+  const mode = sslmode === 'no-verify' ? 'require' : (sslmode ?? 'verify-full');
   if (!['require', 'verify-ca', 'verify-full'].includes(mode))
     throw new ConnectionSettingError(
       `${setting}: sslmode=${mode} is not one of disable, require, verify-ca, verify-full`,
