@@ -77,7 +77,7 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** A page of events stops before the event that would take its stored bytes past this (one event at least). */
   maxPageBytes: number;
-  /** A filtered read looks at most this many events past its cursor per request (docs/api.md §4.2). */
+  /** A filtered read looks at most this many events past its cursor per request (docs/api.md §4.3). */
   filterScanEvents: number;
   /** A stream or page whose reader takes nothing for this long (to twice as long) is dropped. */
   slowReaderTimeoutMs: number;
@@ -155,6 +155,7 @@ export const ENV_VARS = [
   'ROOST_HEADERS_TIMEOUT_MS',
   'ROOST_KEEP_ALIVE_TIMEOUT_MS',
   'ROOST_MAX_PAGE_BYTES',
+  'ROOST_FILTER_SCAN_EVENTS',
   'ROOST_SLOW_READER_TIMEOUT_MS',
   'ROOST_SMTP_TLS_CERT',
   'ROOST_SMTP_TLS_KEY',

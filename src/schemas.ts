@@ -211,7 +211,7 @@ export const ErrorSchema = Type.Object(
 export type ErrorBody = Static<typeof ErrorSchema>;
 
 /** Query of GET …/events. Values are decimal digits only; checked before coercion. */
-/** The filters of a read (docs/api.md §4.2), on GET …/events and the stream. */
+/** The filters of a read (docs/api.md §4.3), on GET …/events and the stream. */
 export const EventFilterQuerySchema = Type.Object({
   type: Type.Optional(
     Type.String({

@@ -49,7 +49,7 @@ export interface RoostClientOptions {
 }
 
 /**
- * Filters of a read (docs/api.md §4.2): only matching events are returned, and a long poll
+ * Filters of a read (docs/api.md §4.3): only matching events are returned, and a long poll
  * sleeps through the others. A filtered next_cursor moves past what was scanned, so it
  * belongs to that filter: to resume everything, use unacked or your unfiltered cursor.
  */

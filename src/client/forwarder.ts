@@ -23,7 +23,7 @@ export interface ForwardOptions {
   signal: AbortSignal;
   /** Called after each event the target accepted, before it is acknowledged. */
   saveCursor(after: number): Promise<void>;
-  /** Forward only the events these filters match (docs/api.md §4.2); the saved cursor then belongs to them. */
+  /** Forward only the events these filters match (docs/api.md §4.3); the saved cursor then belongs to them. */
   filter?: EventFilterOptions;
   /** Forward events already acknowledged too (default: skip them, they were handled). */
   includeAcknowledged?: boolean;

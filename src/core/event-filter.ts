@@ -1,4 +1,4 @@
-// The filters of a read (docs/api.md §4.2), from a query string (HTTP, the CLI) or from an
+// The filters of a read (docs/api.md §4.3), from a query string (HTTP, the CLI) or from an
 // object (MCP, the client), checked and bounded before they reach the page query: a
 // malformed or oversized one is a 400 naming its parameter.
 import type { EventFilter } from '../storage/storage.js';

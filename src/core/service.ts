@@ -115,7 +115,7 @@ export interface ListOptions {
   /** Only events without acknowledged_at (docs/api.md §4); a long poll waits for one of those. */
   unacked?: boolean;
   /**
-   * Filters on content (docs/api.md §4.2, event-filter.ts): a long poll sleeps through
+   * Filters on content (docs/api.md §4.3, event-filter.ts): a long poll sleeps through
    * events that do not match; the page says how far it scanned.
    */
   filter?: EventFilter;
