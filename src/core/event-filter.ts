@@ -1,6 +1,7 @@
 // The filters of a read (docs/api.md §4.3), from a query string (HTTP, the CLI) or from an
 // object (MCP, the client), checked and bounded before they reach the page query: a
 // malformed or oversized one is a 400 naming its parameter.
+import { storableString } from '../storage/json-contains.js';
 import type { EventFilter } from '../storage/storage.js';
 import { invalidRequest } from './errors.js';
 import { jsonDepthExceeds } from './json-depth.js';
@@ -29,11 +30,8 @@ export const FILTER_LIMITS = {
 
 const bad = (name: string, why: string) => invalidRequest(`Invalid filter "${name}": ${why}`);
 
-/** U+0000 or half of a surrogate pair: never stored, so never matched (and PostgreSQL refuses it). */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 function text(name: string, value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > FILTER_LIMITS.text || UNSTORABLE.test(value))
+  if (typeof value !== 'string' || value.length === 0 || value.length > FILTER_LIMITS.text || !storableString(value))
     throw bad(name, `it must be a text of 1 to ${FILTER_LIMITS.text} characters.`);
   return value;
 }

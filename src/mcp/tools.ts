@@ -5,7 +5,7 @@ import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { RoostError, invalidRequest, rateLimited, unauthorized } from '../core/errors.js';
 import { EVENT_CAPACITY } from '../core/limits.js';
-import { eventFilter, type FilterParams } from '../core/event-filter.js';
+import { eventFilter } from '../core/event-filter.js';
 import type { ListOptions, RoostService } from '../core/service.js';
 import { bearerToken, toPage } from '../core/wire.js';
 import type { CreateViewToken, RotateInboxSecret, RotateReadToken, UpdateAddress } from '../credential-schemas.js';
@@ -201,7 +201,7 @@ const pollTool = addressTool({
   async call({ addressId, token }, args, context, signal) {
     // Converted from the REST query schema, so validated and defaulted but typed loosely.
     const { after, limit, wait, unacked } = args as unknown as ListOptions;
-    const filter = eventFilter(args as FilterParams, false);
+    const filter = eventFilter(args, false);
     const page = await context.service.listEvents(
       addressId,
       token,

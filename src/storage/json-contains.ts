@@ -21,7 +21,7 @@ export function jsonbValue(text: unknown): unknown {
     if (typeof node === 'string') {
       if (!storableString(node)) return undefined;
     } else if (Array.isArray(node)) {
-      stack.push(...node);
+      stack.push(...(node as unknown[]));
     } else if (node !== null && typeof node === 'object') {
       for (const [key, child] of Object.entries(node)) {
         if (!storableString(key)) return undefined;
@@ -32,11 +32,12 @@ export function jsonbValue(text: unknown): unknown {
   return value;
 }
 
-/** No U+0000 and no half of a surrogate pair: what jsonb stores. */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** Half of a surrogate pair, alone. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-function storableString(text: string): boolean {
-  return !UNSTORABLE.test(text);
+/** No U+0000 and no half of a surrogate pair: what jsonb stores. */
+export function storableString(text: string): boolean {
+  return !text.includes('\u0000') && !LONE_SURROGATE.test(text);
 }
 
 const isContainer = (value: unknown): value is object => value !== null && typeof value === 'object';
