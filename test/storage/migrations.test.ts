@@ -46,7 +46,7 @@ const LANDED = {
     6: '319dc5517ea4dafc',
     7: '5db6d060311d616b',
     10: 'e3b0c44298fc1c14',
-    11: '241273896b82aa65',
+    11: 'd2d6c581f0e0c871',
   },
 } as const;
 

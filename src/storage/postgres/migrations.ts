@@ -189,8 +189,9 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
     name: 'a JSON reading for the filters of a page',
     // The page's filters on content (page-query.ts) read stored text as jsonb; text jsonb
     // refuses (a \u0000 escape, a body that is not JSON) is no match rather than an error.
+    // OR REPLACE: running it again (a lost schema_migrations row) changes nothing.
     sql: `
-      CREATE FUNCTION roost_jsonb(value text) RETURNS jsonb
+      CREATE OR REPLACE FUNCTION roost_jsonb(value text) RETURNS jsonb
         LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
       BEGIN
         RETURN value::jsonb;
