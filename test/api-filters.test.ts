@@ -155,6 +155,18 @@ await forEachEngine('filtered reads', (server) => {
     assertError(await ack({ up_to_sequence: '2' }), 400, 'invalid_request');
     assertError(await ack({}), 400, 'invalid_request');
     assertError(await ack({ up_to_sequence: 1 }, 'rt_wrong'), 401, 'unauthorized');
+    assertError(await ack({ up_to_sequence: 1, also: true }), 400, 'invalid_request');
+    // A view token reads (with filters too) but acknowledges nothing.
+    const created = await request(base, 'POST', `/api/v1/addresses/${address.id}/view-tokens`, {
+      token: address.token,
+      body: {},
+    });
+    const view: string = created.body.view_token.token;
+    assertError(await ack({ up_to_sequence: 3 }, view), 403, 'forbidden');
+    const viewed = await request(base, 'GET', `/api/v1/addresses/${address.id}/events?type=x`, {
+      token: view,
+    });
+    assert.deepEqual(sequences(viewed.body), [1, 2, 3]);
   });
 });
 
