@@ -143,7 +143,7 @@ export const EventPageSchema = Type.Object(
     next_cursor: Type.Integer({
       minimum: 0,
       description:
-        'Pass as `after` to read on: the sequence of the last event returned, or `after` itself when none was (with unacked too). A filtered page moves it past the events it scanned, so a filtered cursor belongs to that filter: to resume everything, use unacked=1 or your unfiltered cursor.',
+        'Pass as `after` to read on: the sequence of the last event returned, or `after` itself when none was (with unacked too).',
     }),
     has_more: Type.Boolean({ description: 'More events (unacknowledged ones, with unacked) are past this page.' }),
     latest_sequence: Type.Integer({
@@ -153,8 +153,7 @@ export const EventPageSchema = Type.Object(
     }),
     scan_limited: Type.Optional(
       Type.Boolean({
-        description:
-          'Present (true) when a filtered read stopped at its scan bound before the end of the queue: `has_more` is true, and an empty page does not mean nothing came; read on from `next_cursor`.',
+        description: 'True: a filtered read stopped at its scan bound (docs/api.md §4.3); read on from `next_cursor`.',
       }),
     ),
   },

@@ -100,7 +100,6 @@ export function pollInput(bound: boolean) {
   const json = z.unknown().optional();
   return fromTypeBox(describedAs(ListEventsQuerySchema, {}), { defaults: true })
     .extend({
-      type: z.union([z.string(), z.array(z.string())]).optional(),
       data_contains: json,
       body_contains: json,
     })
