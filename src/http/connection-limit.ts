@@ -3,7 +3,7 @@
 // reverse proxy that is the proxy itself, for all its clients together.
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { RoostError } from '../core/errors.js';
+import { errors } from '../core/errors.js';
 
 /**
  * Answers a connection beyond the cap with 429 `too_many_connections` (in the Error shape,
@@ -34,13 +34,7 @@ export function limitConnectionsPerPeer(server: Server, max: number, onRefused: 
 }
 
 function refuse(socket: Socket, max: number): void {
-  const body = JSON.stringify(
-    new RoostError(
-      'too_many_connections',
-      429,
-      `This client address already has ${max} connections open; reuse one of them, or retry later.`,
-    ).toJSON(),
-  );
+  const body = JSON.stringify(errors.tooManyConnections({ max }).toJSON());
   // The socket never reaches the HTTP parser: the answer is written here, then it is
   // closed. What the client sent is read and dropped, so that closing does not reset the
   // connection before the answer is read.

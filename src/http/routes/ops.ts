@@ -1,6 +1,6 @@
 // Operations endpoints (docs/api.md §9): liveness, readiness, Prometheus metrics, OpenAPI.
 import type { FastifyInstance } from 'fastify';
-import { unavailable } from '../../core/errors.js';
+import { errors } from '../../core/errors.js';
 import { sendError } from '../errors.js';
 
 /**
@@ -29,7 +29,7 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
       await pingWithin(() => storage.ping(), READY_WITHIN_MS);
       return { status: 'ready', storage: storage.engine };
     } catch {
-      return sendError(reply, unavailable(`Storage (${storage.engine}) is not reachable.`));
+      return sendError(reply, errors.notReady({ engine: storage.engine }));
     }
   });
 
