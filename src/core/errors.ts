@@ -217,6 +217,7 @@ const CATALOGUE = {
     status: 429,
     message: ({ max }: { max: number }) =>
       `This client address already has ${max} connections open; reuse one of them, or retry later.`,
+    headers: { 'Retry-After': '1', ...CLOSE },
   },
 
   // --- 500, 503 -------------------------------------------------------------------------
