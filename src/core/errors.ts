@@ -241,6 +241,13 @@ const CATALOGUE = {
     status: 503,
     message: ({ engine }: { engine: string }) => `Storage (${engine}) is not reachable.`,
   },
+  /** GET /readyz on PostgreSQL: polls held here would wait for wake-ups that never come. */
+  wakeupsNotArriving: {
+    code: 'unavailable',
+    status: 503,
+    message: ({ engine }: { engine: string }) =>
+      `Storage (${engine}) is reachable, but wake-ups from other instances are not arriving.`,
+  },
   sendersUnavailable: { code: 'unavailable', status: 503, message: 'Senders are not available on this server.' },
   inspectorNotBuilt: {
     code: 'unavailable',

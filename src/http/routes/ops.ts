@@ -32,10 +32,7 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
     }
     // A reachable database whose wake-ups do not arrive leaves polls held here waiting.
     if (storage.wakeupsArriving === false)
-      return sendError(
-        reply,
-        unavailable(`Storage (${storage.engine}) is reachable, but wake-ups from other instances are not arriving.`),
-      );
+      return sendError(reply, errors.wakeupsNotArriving({ engine: storage.engine }));
     return { status: 'ready', storage: storage.engine };
   });
 
