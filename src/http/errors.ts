@@ -21,8 +21,8 @@ function fieldName(path: string | undefined, context: string | undefined): strin
   return field || (context === 'querystring' ? 'query' : context || 'body');
 }
 
-export function validationMessage(errors: AjvError[], context: string | undefined): string {
-  const first = errors[0] ?? {};
+export function validationMessage(issues: AjvError[], context: string | undefined): string {
+  const first = issues[0] ?? {};
   const params = first.params ?? {};
   const base = fieldName(first.instancePath, context);
   if (first.keyword === 'additionalProperties') {
