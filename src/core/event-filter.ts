@@ -3,7 +3,7 @@
 // malformed or oversized one is a 400 naming its parameter.
 import { storableString } from '../storage/json-contains.js';
 import type { EventFilter } from '../storage/storage.js';
-import { invalidRequest } from './errors.js';
+import { errors } from './errors.js';
 import { jsonDepthExceeds } from './json-depth.js';
 
 /** The filters as a request names them. */
@@ -28,7 +28,7 @@ export const FILTER_LIMITS = {
   jsonDepth: 16,
 };
 
-const bad = (name: string, why: string) => invalidRequest(`Invalid filter "${name}": ${why}`);
+const bad = (name: string, rule: string) => errors.invalidFilter({ name, rule });
 
 function text(name: string, value: unknown): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > FILTER_LIMITS.text || !storableString(value))

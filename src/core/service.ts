@@ -1,6 +1,6 @@
 // The operations of the return-address service, written once. HTTP routes, the SMTP
 // server and the MCP tools call these; none of them talks to storage directly. Errors
-// are thrown as RoostError values and rendered by each transport.
+// are thrown as ServiceError values (made from the catalogue in errors.ts) and rendered by each transport.
 import type { Config } from '../config.js';
 import type { Address, CreateAddress, CreateAddressResponse, Event, EventDeliveryResponse } from '../schemas.js';
 import type {
@@ -33,20 +33,7 @@ import { SecretKeyMismatch, type SecretBox } from './secret-box.js';
 import type { SenderRequest } from './senders/provider.js';
 import { planSenderRequest } from './senders/policy.js';
 import { openSender, sealSender, toWireSender, type LoadedSender } from './senders/settings.js';
-import {
-  RoostError,
-  addressBytesFull,
-  addressNotFound,
-  tooManyWaiters,
-  eventNotFound,
-  forbidden,
-  inboxNotFound,
-  invalidRequest,
-  queueFull,
-  senderKeyMismatch,
-  senderNotFound,
-  unauthorized,
-} from './errors.js';
+import { errors, type ServiceError } from './errors.js';
 import { EVENT_CAPACITY, LIMIT_MAX, MAX_JSON_DEPTH, RETENTION_MS, WAITER_RETRY_AFTER_SECONDS } from './limits.js';
 import type { Metrics } from './metrics.js';
 import {
@@ -97,7 +84,7 @@ export type SenderOutcome =
   /** The provider's URL handshake, answered as given; nothing stored. */
   | { kind: 'handshake'; status: number; contentType: string; body: string }
   /** Refused (405, 401, or 503 when the server key cannot open the sender: keyMismatch); nothing stored. */
-  | { kind: 'refused'; error: RoostError; keyMismatch: boolean }
+  | { kind: 'refused'; error: ServiceError; keyMismatch: boolean }
   /** Stored, or found a duplicate. */
   | ({ kind: 'delivered' } & DeliveryResult);
 
@@ -242,7 +229,7 @@ export class RoostService {
         : admitted === 'view'
           ? this.waiters.viewShare
           : this.config.maxWaitersPerIp;
-    throw tooManyWaiters(admitted, cap, WAITER_RETRY_AFTER_SECONDS);
+    throw errors.tooManyWaiters({ scope: admitted, limit: cap, retryAfterSeconds: WAITER_RETRY_AFTER_SECONDS });
   }
 
   // --- provisioning -------------------------------------------------------------------
@@ -295,16 +282,16 @@ export class RoostService {
         },
       };
     }
-    throw new RoostError('internal_error', 500, 'Could not allocate a unique slug; retry.');
+    throw errors.slugExhausted();
   }
 
   /** The operator's lifetime cap (ROOST_MAX_TTL_SECONDS), at creation and on PATCH alike. */
   private checkLifetimeCap(seconds: number): void {
     const cap = this.config.maxTtlSeconds;
     if (cap !== undefined && seconds > cap) {
-      throw invalidRequest(
-        `expires_in_seconds must be at most ${cap} on this service (its lifetime cap); got ${seconds}.`,
-      );
+      throw errors.invalidRequest({
+        message: `expires_in_seconds must be at most ${cap} on this service (its lifetime cap); got ${seconds}.`,
+      });
     }
   }
 
@@ -316,18 +303,18 @@ export class RoostService {
    */
   async authenticate(addressId: string, token: string | undefined, write?: string): Promise<AddressRecord> {
     const address = namesNothing(addressId) ? null : await this.storage.getAddress(addressId, this.now());
-    if (!address) throw addressNotFound();
-    if (token === undefined) throw unauthorized('Missing bearer token.');
+    if (!address) throw errors.addressNotFound();
+    if (token === undefined) throw errors.unauthorized({ why: 'Missing bearer token.' });
     const access = await this.accessOf(address, token);
-    if (access === null) throw unauthorized('The bearer token is not valid for this return address.');
-    if (access === 'view' && write !== undefined) throw forbidden(write);
+    if (access === null) throw errors.unauthorized({ why: 'The bearer token is not valid for this return address.' });
+    if (access === 'view' && write !== undefined) throw errors.forbidden({ what: write });
     return address;
   }
 
   /** A rotation or revocation wakes held polls: the old credential gets no more events. */
   private async stillOpens(address: AddressRecord, token: string | undefined): Promise<void> {
     if ((await this.accessOf(address, token!)) === null)
-      throw unauthorized('The bearer token was rotated or revoked while the poll was held.');
+      throw errors.unauthorized({ why: 'The bearer token was rotated or revoked while the poll was held.' });
   }
 
   /** What `token` may do on this address now, or null when it opens nothing. */
@@ -344,7 +331,7 @@ export class RoostService {
 
   async deleteAddress(addressId: string, token: string | undefined): Promise<void> {
     await this.authenticate(addressId, token, 'delete it');
-    if (!(await this.storage.deleteAddress(addressId))) throw addressNotFound();
+    if (!(await this.storage.deleteAddress(addressId))) throw errors.addressNotFound();
     // Held polls and streams re-read, find the address gone and answer 404 / `gone`.
     this.waiters.wake(addressId);
   }
@@ -389,7 +376,7 @@ export class RoostService {
         if (!ticket || page.events.length > 0 || page.scanLimited || until <= this.now()) {
           ticket?.cancel();
           if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now())
-            throw addressNotFound();
+            throw errors.addressNotFound();
           return {
             records: page.events,
             hasMore: page.hasMore,
@@ -411,7 +398,7 @@ export class RoostService {
           return { records: [], hasMore: false, after, latestSequence, ...scanned({ events: [] }, scanFrom) };
         const shared = outcome === 'woken' ? await ticket.read : undefined;
         if (shared) {
-          if (!shared.address) throw addressNotFound();
+          if (!shared.address) throw errors.addressNotFound();
           address = shared.address;
           await this.stillOpens(address, token);
           const slice = unacked || filtered ? null : sliceShared(shared, after, limit, maxBytes);
@@ -423,7 +410,7 @@ export class RoostService {
           }
         } else {
           const current = await this.storage.getAddress(addressId, this.now());
-          if (!current) throw addressNotFound();
+          if (!current) throw errors.addressNotFound();
           address = current;
           await this.stillOpens(address, token);
         }
@@ -461,7 +448,7 @@ export class RoostService {
     await this.authenticate(addressId, token, 'acknowledge events');
     const now = this.now();
     const record = namesNothing(eventId) ? null : await this.storage.ackEvent(addressId, eventId, now);
-    if (!record) throw eventNotFound();
+    if (!record) throw errors.eventNotFound();
     // Streams tell their readers (an `ack` message, docs/api.md §4.1); a repeat changes nothing.
     if (record.acknowledgedAt === now) this.waiters.wake(addressId);
     return { event: toWireEvent(record) };
@@ -493,7 +480,7 @@ export class RoostService {
     const readToken = newReadToken();
     const digest = digestSecret(readToken);
     if (!(await this.storage.replaceReadToken({ id: addressId, digest, now: this.now(), revokeViewTokens })))
-      throw addressNotFound();
+      throw errors.addressNotFound();
     this.waiters.wake(addressId);
     return { credentials: { read_token: readToken, note: CREDENTIALS_NOTE } };
   }
@@ -508,7 +495,7 @@ export class RoostService {
     const now = this.now();
     const previousUntil = graceSeconds > 0 ? now + graceSeconds * 1000 : null;
     if (!(await this.storage.replaceIngressSecret({ id: addressId, digest: digestSecret(secret), previousUntil, now })))
-      throw addressNotFound();
+      throw errors.addressNotFound();
     return { endpoints: { inbox_url: `${this.config.baseUrl}/api/v1/inbox/${addressId}/${secret}` } };
   }
 
@@ -532,13 +519,9 @@ export class RoostService {
     const max = this.config.maxViewTokens;
     switch (await this.storage.insertViewToken(record, max, now)) {
       case 'address_not_found':
-        throw addressNotFound();
+        throw errors.addressNotFound();
       case 'limit':
-        throw new RoostError(
-          'view_token_limit',
-          409,
-          `This return address holds ${max} view tokens, the most it may; revoke one (DELETE …/view-tokens/{id}) first.`,
-        );
+        throw errors.viewTokenLimit({ max });
       case 'ok':
         return { view_token: { ...toWireViewToken(record), token: viewToken } };
     }
@@ -553,7 +536,7 @@ export class RoostService {
   async revokeViewToken(addressId: string, token: string | undefined, tokenId: string): Promise<void> {
     await this.authenticate(addressId, token, 'manage view tokens');
     if (namesNothing(tokenId) || !(await this.storage.deleteViewToken(addressId, tokenId))) {
-      throw new RoostError('view_token_not_found', 404, 'This return address has no view token with this id.');
+      throw errors.viewTokenNotFound();
     }
     this.waiters.wake(addressId);
   }
@@ -565,7 +548,7 @@ export class RoostService {
   ): Promise<{ address: Address }> {
     await this.authenticate(addressId, token, 'change it');
     if (input.name === undefined && input.task_id === undefined && input.expires_in_seconds === undefined)
-      throw invalidRequest('Give at least one of name, task_id and expires_in_seconds.');
+      throw errors.invalidRequest({ message: 'Give at least one of name, task_id and expires_in_seconds.' });
     refuseNul('name', input.name);
     refuseNul('task_id', input.task_id);
     const now = this.now();
@@ -574,9 +557,9 @@ export class RoostService {
     if (input.task_id !== undefined) changes.taskId = input.task_id;
     if (input.expires_in_seconds === null) {
       if (this.config.maxTtlSeconds !== undefined) {
-        throw invalidRequest(
-          `expires_in_seconds cannot be null on this service: every address has a lifetime of at most ${this.config.maxTtlSeconds} s.`,
-        );
+        throw errors.invalidRequest({
+          message: `expires_in_seconds cannot be null on this service: every address has a lifetime of at most ${this.config.maxTtlSeconds} s.`,
+        });
       }
       changes.expiresAt = null;
     } else if (input.expires_in_seconds !== undefined) {
@@ -584,7 +567,7 @@ export class RoostService {
       changes.expiresAt = now + input.expires_in_seconds * 1000;
     }
     const updated = await this.storage.updateAddress(addressId, changes, now);
-    if (!updated) throw addressNotFound();
+    if (!updated) throw errors.addressNotFound();
     this.waiters.wake(addressId); // held polls and streams take the new expiry
     return { address: toWireAddress(updated) };
   }
@@ -592,7 +575,7 @@ export class RoostService {
   // --- senders (docs/api.md §3.2) --------------------------------------------------------
 
   private box(): SecretBox {
-    if (!this.secretBox) throw new RoostError('unavailable', 503, 'Senders are not available on this server.');
+    if (!this.secretBox) throw errors.sendersUnavailable();
     return this.secretBox;
   }
 
@@ -600,20 +583,20 @@ export class RoostService {
     await this.authenticate(addressId, token, 'manage its sender');
     const now = this.now();
     const record = sealSender(addressId, input, this.box(), now);
-    if (!(await this.storage.putSender(record, now))) throw addressNotFound();
+    if (!(await this.storage.putSender(record, now))) throw errors.addressNotFound();
     return { sender: toWireSender(record) };
   }
 
   async getSender(addressId: string, token: string | undefined): Promise<SenderResponse> {
     await this.authenticate(addressId, token, 'manage its sender');
     const record = await this.storage.getSender(addressId);
-    if (!record) throw senderNotFound();
+    if (!record) throw errors.senderNotFound();
     return { sender: toWireSender(record) };
   }
 
   async clearSender(addressId: string, token: string | undefined): Promise<void> {
     await this.authenticate(addressId, token, 'manage its sender');
-    if (!(await this.storage.deleteSender(addressId))) throw senderNotFound();
+    if (!(await this.storage.deleteSender(addressId))) throw errors.senderNotFound();
   }
 
   /**
@@ -646,7 +629,7 @@ export class RoostService {
     if (sender === null) return { kind: 'no_sender' };
     if (sender === 'key_mismatch') {
       this.metrics.senderDeliveries.inc({ provider: 'unknown', outcome: 'unavailable' });
-      return { kind: 'refused', error: senderKeyMismatch(), keyMismatch: true };
+      return { kind: 'refused', error: errors.senderKeyMismatch(), keyMismatch: true };
     }
     const provider = sender.provider.name;
     const verdict = sender.provider.verify(request, sender.settings, this.now());
@@ -675,11 +658,11 @@ export class RoostService {
   async authorizeInbox(addressId: string, secret: string): Promise<AddressRecord> {
     const now = this.now();
     const address = namesNothing(addressId) ? null : await this.storage.getAddress(addressId, now);
-    if (!address || !secret.startsWith(INGRESS_SECRET_PREFIX)) throw inboxNotFound();
+    if (!address || !secret.startsWith(INGRESS_SECRET_PREFIX)) throw errors.inboxNotFound();
     if (secretMatches(secret, address.ingressSecretDigest)) return address;
     const { previousIngressDigest: previous, previousIngressUntil: until } = address;
     if (previous !== null && until !== null && until > now && secretMatches(secret, previous)) return address;
-    throw inboxNotFound();
+    throw errors.inboxNotFound();
   }
 
   /** The live address that owns an email local part (case-insensitive), or null. */
@@ -714,7 +697,7 @@ export class RoostService {
     const parts = id && input.partsFor ? input.partsFor(id) : input.parts;
     if (parts) for (const part of parts) refuseNul(`The filename of attachment ${part.part}`, part.filename);
     if (jsonDepthExceeds(data, MAX_JSON_DEPTH)) {
-      throw invalidRequest(`data is nested more than ${MAX_JSON_DEPTH} levels deep.`);
+      throw errors.invalidRequest({ message: `data is nested more than ${MAX_JSON_DEPTH} levels deep.` });
     }
     const result = await this.storage.appendEvent({
       event: {
@@ -743,13 +726,13 @@ export class RoostService {
         this.metrics.duplicates.inc();
         return { status: 200, body: { event: toWireEvent(result.event), duplicate: true } };
       case 'queue_full':
-        throw queueFull(60);
+        throw errors.queueFull({ retryAfterSeconds: 60 });
       case 'bytes_full':
         // The same code as a full count (the queue is full, by bytes); the metric tells them apart.
-        throw addressBytesFull(this.config.maxBytesPerAddress, 60);
+        throw errors.addressBytesFull({ maxBytes: this.config.maxBytesPerAddress, retryAfterSeconds: 60 });
       case 'address_not_found':
         // Deleted or expired between authorisation and the append.
-        throw transport === 'http' ? inboxNotFound() : addressNotFound();
+        throw transport === 'http' ? errors.inboxNotFound() : errors.addressNotFound();
     }
   }
 
@@ -764,12 +747,7 @@ export class RoostService {
     const found = namesNothing(eventId)
       ? null
       : await this.storage.getEmailPart(addressId, eventId, part === 'raw' ? RAW_EMAIL_PART : part);
-    if (!found)
-      throw new RoostError(
-        'event_not_found',
-        404,
-        'This return address has no event with this id, or it has no such part.',
-      );
+    if (!found) throw errors.emailPartNotFound();
     return found;
   }
 
