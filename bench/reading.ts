@@ -6,12 +6,17 @@ import type { BenchAddress } from './fixtures.js';
 
 export const PAGE_SIZE = 100;
 
-export function pagePaths(address: BenchAddress, events: number): string[] {
+/** The pages of a full queue; `filter` (a query's filters) is added to each. */
+export function pagePaths(address: BenchAddress, events: number, filter?: string): string[] {
   const paths: string[] = [];
   for (let after = 0; after < events; after += PAGE_SIZE)
-    paths.push(`${address.eventsPath}?after=${after}&limit=${PAGE_SIZE}`);
+    paths.push(`${address.eventsPath}?after=${after}&limit=${PAGE_SIZE}${filter ? `&${filter}` : ''}`);
   return paths;
 }
+
+/** A filter every bench event matches (type pattern and containment), and one none does. */
+export const MATCHING_FILTER = `type=bench.*&data_contains=${encodeURIComponent('{"status":"done","ok":true}')}`;
+export const UNMATCHED_FILTER = `type=bench.*&data_contains=${encodeURIComponent('{"job":"none"}')}`;
 
 export async function measureReading(
   url: string,

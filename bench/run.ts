@@ -20,7 +20,7 @@ import { meanLoad, percentile, type LoadResult } from './load.js';
 import { measureFsync } from './disk.js';
 import { describeMachine, loadAverage } from './machine.js';
 import { compileServers, startChild, type BenchChild } from './processes.js';
-import { measureReading, pagePaths, PAGE_SIZE } from './reading.js';
+import { MATCHING_FILTER, measureReading, pagePaths, PAGE_SIZE, UNMATCHED_FILTER } from './reading.js';
 import { prefill } from './prefill.js';
 import { postgresVersion, withBenchDatabase } from './postgres.js';
 import { measureSmtp, type SmtpResult } from './smtp.js';
@@ -268,6 +268,20 @@ async function main(): Promise<void> {
           `${'from sending the delivery to the poll answer'.padEnd(44)} p50 ${fmt(percentile(wake.fromSent, 50), 2)} ms  p99 ${fmt(percentile(wake.fromSent, 99), 2)} ms  (contract: well under 50 ms)`,
         );
         report('');
+        // The same with a filter: each trial's first delivery does not match, and the poll sleeps through it.
+        const [filteredAddress] = await createAddresses(roost.url, 1);
+        const filtered = await profiled(roost, 'wake-filtered', () =>
+          measureWake(roost, filteredAddress, WAKE_TRIALS, {
+            query: `type=bench.match&data_contains=${encodeURIComponent('{"ok":true}')}`,
+            noise: JSON.stringify({ type: 'bench.noise', data: { ok: true } }),
+            event: JSON.stringify({ type: 'bench.match', data: { ok: true, job: 'build-1234' } }),
+          }),
+        );
+        report(`Filtered wake latency, ${WAKE_TRIALS} trials (type + data_contains; one unmatched delivery first)`);
+        report(
+          `${'from the 202 to the poll answer'.padEnd(44)} p50 ${fmt(percentile(filtered.fromAccepted, 50), 2)} ms  p99 ${fmt(percentile(filtered.fromAccepted, 99), 2)} ms  max ${fmt(Math.max(...filtered.fromAccepted), 2)} ms`,
+        );
+        report('');
       }
       if (only.has('polls')) {
         const addresses = await createAddresses(roost.url, POLL_ADDRESSES);
@@ -335,6 +349,27 @@ async function main(): Promise<void> {
         );
         report(loadLine('Roost', read, 'pages/s', bare));
         report(`${''.padEnd(44)} = ${fmt(read.rps * PAGE_SIZE)} events/s`);
+        report('');
+        // Filtered: every event matches (the same pages, each event tested), then none does
+        // (each request scans ROOST_FILTER_SCAN_EVENTS events and answers an empty page).
+        const matching = await profiled(roost, 'reading-filtered', () =>
+          measureReading(roost.url, address, pagePaths(address, QUEUE_CAPACITY, MATCHING_FILTER), {
+            connections,
+            ...timing,
+          }),
+        );
+        report(`Filtered reading (${decodeURIComponent(MATCHING_FILTER)}), ratios to Roost unfiltered`);
+        report(loadLine('Roost, every event matching', matching, 'pages/s', read));
+        const unmatched = await measureReading(
+          roost.url,
+          address,
+          pagePaths(address, QUEUE_CAPACITY, UNMATCHED_FILTER),
+          {
+            connections,
+            ...timing,
+          },
+        );
+        report(loadLine('Roost, none matching (a bounded scan each)', unmatched, 'pages/s', read));
         report('');
       }
     } finally {

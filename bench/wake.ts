@@ -24,7 +24,22 @@ export async function untilHeld(child: BenchChild, count: number, timeoutMs = 20
   }
 }
 
-export async function measureWake(child: BenchChild, address: BenchAddress, trials: number): Promise<WakeResult> {
+/**
+ * A filtered wake: the poll carries `query` (filters), and each trial first delivers
+ * `noise`, which the poll must sleep through, then the event it waits for.
+ */
+export interface FilteredWake {
+  query: string;
+  noise: string;
+  event: string;
+}
+
+export async function measureWake(
+  child: BenchChild,
+  address: BenchAddress,
+  trials: number,
+  filtered?: FilteredWake,
+): Promise<WakeResult> {
   const pollAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const deliverAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const auth = { authorization: `Bearer ${address.readToken}` };
@@ -34,7 +49,7 @@ export async function measureWake(child: BenchChild, address: BenchAddress, tria
     for (let trial = 0; trial < trials; trial++) {
       let answeredAt = 0;
       const poll = send(
-        `${child.url}${address.eventsPath}?after=${after}&wait=25`,
+        `${child.url}${address.eventsPath}?after=${after}&wait=25${filtered ? `&${filtered.query}` : ''}`,
         'GET',
         auth,
         undefined,
@@ -44,8 +59,18 @@ export async function measureWake(child: BenchChild, address: BenchAddress, tria
         return reply;
       });
       await untilHeld(child, 1);
+      if (filtered) {
+        const noise = await send(child.url + address.inboxPath, 'POST', JSON_HEADERS, filtered.noise, deliverAgent);
+        if (noise.status !== 202) throw new Error(`delivery answered ${noise.status}: ${noise.body}`);
+      }
       const sentAt = performance.now();
-      const delivered = await send(child.url + address.inboxPath, 'POST', JSON_HEADERS, SMALL_EVENT, deliverAgent);
+      const delivered = await send(
+        child.url + address.inboxPath,
+        'POST',
+        JSON_HEADERS,
+        filtered?.event ?? SMALL_EVENT,
+        deliverAgent,
+      );
       const acceptedAt = performance.now();
       const answer = await poll;
       if (delivered.status !== 202) throw new Error(`delivery answered ${delivered.status}: ${delivered.body}`);

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { chmod, open, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, ENV_VARS, loadConfig } from './config.js';
-import { RoostClient } from './client/client.js';
+import { RoostClient, type EventFilterOptions } from './client/client.js';
 import { parseCredentials } from './client/credentials.js';
 import { readCursorFile, writeCursorFile } from './client/cursor-file.js';
 import { RoostError, RoostNetworkError } from './client/errors.js';
@@ -478,11 +478,12 @@ async function events(
     follow?: boolean;
     ack?: boolean;
     unacked?: boolean;
-  },
+  } & FilterFlags,
 ) {
   const client = await addressClient(flags);
   const signal = stopSignal();
   const unacked = flags.unacked === true;
+  const filter = filterOf(flags);
   let printed = 0;
   let cursor = flags.after;
   let latest: number | undefined;
@@ -498,6 +499,7 @@ async function events(
       `Following ${client.addressId} after ${cursor}${unacked ? ', unacknowledged only' : ''}${flags.ack ? ', acknowledging' : ''} (Ctrl-C to stop)`,
     );
     const stream = client.events({
+      ...filter,
       after: cursor,
       unacked,
       wait: Math.max(1, flags.wait ?? 25),
@@ -513,10 +515,12 @@ async function events(
     let wait = flags.wait ?? 0;
     for (;;) {
       const pageSize = Math.min(100, flags.limit === undefined ? 100 : flags.limit - printed);
-      const page = await client.listEvents({ after: cursor, limit: pageSize, wait, unacked, signal }).catch((error) => {
-        if (signal.aborted) return undefined;
-        throw error;
-      });
+      const page = await client
+        .listEvents({ ...filter, after: cursor, limit: pageSize, wait, unacked, signal })
+        .catch((error) => {
+          if (signal.aborted) return undefined;
+          throw error;
+        });
       if (!page) break;
       latest = page.latest_sequence;
       for (const event of page.events) await take(event);
@@ -588,6 +592,43 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** --type, --source, --callback, --data-contains, --body-contains (docs/cli.md). */
+interface FilterFlags {
+  type?: string;
+  source?: string;
+  callback?: string;
+  dataContains?: string;
+  bodyContains?: string;
+}
+
+function filterOf(flags: FilterFlags): EventFilterOptions {
+  const json = (name: string, text: string | undefined): unknown => {
+    if (text === undefined) return undefined;
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw new UsageError(`${name} is not JSON: ${(error as Error).message}`);
+    }
+  };
+  return {
+    type: flags.type,
+    source: flags.source,
+    callback: flags.callback,
+    dataContains: json('--data-contains', flags.dataContains),
+    bodyContains: json('--body-contains', flags.bodyContains),
+  };
+}
+
+/** The filter options of `events` and `listen`. */
+function withFilters(command: Command): Command {
+  return command
+    .option('--type <patterns>', 'only these types: comma-separated, each exact or ending in * for a prefix')
+    .option('--source <source>', 'only events of this source')
+    .option('--callback <id-or-key>', "only a callback's deliveries (its cb_… id or its key)")
+    .option('--data-contains <json>', 'only events whose data contains this JSON (e.g. \'{"status":"done"}\')')
+    .option('--body-contains <json>', "the same against data.body (a raw capture's JSON body)");
+}
+
 type OnFail = 'park' | 'skip' | 'stop';
 
 async function listen(
@@ -597,7 +638,7 @@ async function listen(
     includeAcked?: boolean;
     onFail: OnFail;
     deadLetter?: string;
-  },
+  } & FilterFlags,
 ) {
   const client = await addressClient(flags);
   const addressId = client.addressId!;
@@ -616,6 +657,7 @@ async function listen(
     client,
     target: flags.forward,
     after,
+    filter: filterOf(flags),
     signal,
     includeAcknowledged: flags.includeAcked,
     onFail: flags.onFail,
@@ -692,8 +734,10 @@ function buildProgram(): Command {
       note(`Deleted ${client.addressId}`);
     });
 
-  withCredentials(program.command('events'))
-    .description('print events, one JSON object a line')
+  withFilters(withCredentials(program.command('events')))
+    .description(
+      'print events, one JSON object a line; with filters, only matching ones (a filtered cursor belongs to that filter: to resume everything use --unacked or your unfiltered cursor)',
+    )
     .option('--after <n>', 'start after this sequence', wholeNumber(0), 0)
     .option('--limit <n>', 'print at most N events', wholeNumber(1))
     .option('--wait <seconds>', 'long-poll up to S seconds (0–25) when nothing is new', wholeNumber(0, 25))
@@ -826,7 +870,7 @@ function buildProgram(): Command {
     .option('--key <key>', 'Idempotency-Key: a repeat with the same key queues nothing new')
     .action(send);
 
-  withCredentials(program.command('listen'))
+  withFilters(withCredentials(program.command('listen')))
     .description(
       'forward each event, in order, as a JSON POST to URL; acknowledge on 2xx, retry otherwise, resume after a restart',
     )

@@ -77,6 +77,8 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** A page of events stops before the event that would take its stored bytes past this (one event at least). */
   maxPageBytes: number;
+  /** A filtered read looks at most this many events past its cursor per request (docs/api.md §4.3). */
+  filterScanEvents: number;
   /** A stream or page whose reader takes nothing for this long (to twice as long) is dropped. */
   slowReaderTimeoutMs: number;
   /** Inbound email: bounds on what one sender and one message may cost (docs/email.md). */
@@ -153,6 +155,7 @@ export const ENV_VARS = [
   'ROOST_HEADERS_TIMEOUT_MS',
   'ROOST_KEEP_ALIVE_TIMEOUT_MS',
   'ROOST_MAX_PAGE_BYTES',
+  'ROOST_FILTER_SCAN_EVENTS',
   'ROOST_SLOW_READER_TIMEOUT_MS',
   'ROOST_SMTP_TLS_CERT',
   'ROOST_SMTP_TLS_KEY',
@@ -436,6 +439,7 @@ export function loadConfig(env: Env = {}): Config {
     headersTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'ROOST_KEEP_ALIVE_TIMEOUT_MS', 5_000, 1, 3_600_000),
     maxPageBytes: parseSize(env, 'ROOST_MAX_PAGE_BYTES', 4 * 1024 * 1024),
+    filterScanEvents: integer(env, 'ROOST_FILTER_SCAN_EVENTS', 500, 1, 100_000),
     slowReaderTimeoutMs: integer(env, 'ROOST_SLOW_READER_TIMEOUT_MS', 15_000, 100, 3_600_000),
     email: {
       tlsCertPath,

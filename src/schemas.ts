@@ -151,10 +151,37 @@ export const EventPageSchema = Type.Object(
       description:
         'The highest sequence this address has given out (0 before its first event). An `after` above it is a wrong cursor: nothing between would ever be read.',
     }),
+    scan_limited: Type.Optional(
+      Type.Boolean({
+        description: 'True: a filtered read stopped at its scan bound (docs/api.md §4.3); read on from `next_cursor`.',
+      }),
+    ),
   },
   { title: 'EventPage', additionalProperties: false },
 );
 export type EventPage = Static<typeof EventPageSchema>;
+
+export const AckRunSchema = Type.Object(
+  {
+    up_to_sequence: Type.Integer({
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description:
+        'Acknowledge every event whose sequence is at most this (e.g. the next_cursor of the page you handled).',
+    }),
+  },
+  { title: 'AckRun', additionalProperties: false },
+);
+export type AckRun = Static<typeof AckRunSchema>;
+
+export const AckRunResponseSchema = Type.Object(
+  {
+    acknowledged: Type.Integer({ minimum: 0, description: 'How many events this call newly acknowledged.' }),
+    up_to_sequence: Type.Integer({ minimum: 1, description: 'The sequence acknowledged up to, as given.' }),
+  },
+  { title: 'AckRunResponse', additionalProperties: false },
+);
+export type AckRunResponse = Static<typeof AckRunResponseSchema>;
 
 export const EventResponseSchema = Type.Object(
   { event: EventSchema },
@@ -183,6 +210,35 @@ export const ErrorSchema = Type.Object(
 export type ErrorBody = Static<typeof ErrorSchema>;
 
 /** Query of GET …/events. Values are decimal digits only; checked before coercion. */
+/** The filters of a read (docs/api.md §4.3), on GET …/events and the stream. */
+export const EventFilterQuerySchema = Type.Object({
+  type: Type.Optional(
+    Type.String({
+      description:
+        'Only these types: one or more comma-separated, each exact or ending in `*` for a prefix (`stripe.payment_intent.*`); at most 20, each at most 200 characters.',
+    }),
+  ),
+  source: Type.Optional(Type.String({ description: 'Only events of this source (exact).' })),
+  callback: Type.Optional(
+    Type.String({
+      description:
+        "Only a callback's deliveries: its id (cb_…) or key (metadata.callback_id or metadata.callback_key).",
+    }),
+  ),
+  data_contains: Type.Optional(
+    Type.String({
+      description:
+        "URL-encoded JSON that `data` must contain, as PostgreSQL's jsonb `@>` (objects a subset of keys, arrays their elements, scalars equal); at most 4096 bytes.",
+    }),
+  ),
+  body_contains: Type.Optional(
+    Type.String({
+      description:
+        'The same against `data.body` — parsed as JSON when it is a text (a raw capture); a body that is not JSON never matches.',
+    }),
+  ),
+});
+
 export const ListEventsQuerySchema = Type.Object({
   after: Type.Optional(
     Type.Integer({
@@ -211,6 +267,7 @@ export const ListEventsQuerySchema = Type.Object({
         'With after=0 it is "everything not handled yet", no cursor needed. In a query: unacked=1 or true (0 or false: every event).',
     }),
   ),
+  ...EventFilterQuerySchema.properties,
 });
 export type ListEventsQuery = Static<typeof ListEventsQuerySchema>;
 

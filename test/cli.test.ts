@@ -243,6 +243,34 @@ describe('roost CLI', () => {
     assert.match(lost.stderr, /--after 999 is past the latest sequence 3/);
   });
 
+  test('events --type, --source, --data-contains and --body-contains print only matching events; a bad filter says which', async () => {
+    const { inbox } = await createSaved('filters.json');
+    for (const args of [
+      ['--type', 'job.done', '--data', '{"job":1}'],
+      ['--type', 'job.progress', '--source', 'ci', '--data', '{"job":2}'],
+      ['--type', 'job.done', '--source', 'ci', '--data', '{"job":2,"body":"{\\"ok\\":true}"}'],
+    ])
+      assert.equal((await run(['send', inbox, ...args])).code, 0);
+    const sequences = async (args: string[]) => {
+      const result = await run(['events', '--credentials', 'filters.json', ...args]);
+      assert.equal(result.code, 0, result.stderr);
+      return result.stdout
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => (JSON.parse(line) as Event).sequence);
+    };
+    assert.deepEqual(await sequences(['--type', 'job.*', '--data-contains', '{"job":2}']), [2, 3]);
+    assert.deepEqual(await sequences(['--type', 'job.done', '--source', 'ci']), [3]);
+    assert.deepEqual(await sequences(['--body-contains', '{"ok":true}']), [3]);
+    const bad = await run(['events', '--credentials', 'filters.json', '--type', 'a*b']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /invalid_request: Invalid filter "type"/);
+    const notJson = await run(['events', '--credentials', 'filters.json', '--data-contains', '{']);
+    assert.equal(notJson.code, 2);
+    assert.match(notJson.stderr, /--data-contains is not JSON/);
+  });
+
   test('events --wait holds until an event arrives, prints it and --ack acknowledges it', async () => {
     const { inbox } = await createSaved('wait.json');
     const waiting = start(['events', '--credentials', 'wait.json', '--wait', '20', '--ack']);

@@ -173,6 +173,50 @@ describe('RoostClient against a running server', () => {
     await iteration;
     assert.deepEqual(later, []);
   });
+
+  test('filters on listEvents and events(), and ackUpTo acknowledges a run', async () => {
+    const created = await new RoostClient({ baseUrl: server.url }).createAddress();
+    const client = RoostClient.fromCredentials(created, { baseUrl: server.url });
+    const inbox = `${server.url}${new URL(created.endpoints.inbox_url).pathname}`;
+    for (const event of [
+      { type: 'job.done', data: { job: { id: 1 } } },
+      { type: 'job.progress', data: { job: { id: 2 } } },
+      { type: 'job.done', data: { job: { id: 2 }, body: '{"ok":true}' } },
+      { type: 'other', source: 'callback', metadata: { callback_id: 'cb_9', callback_key: 'k' } },
+    ])
+      await client.deliver(inbox, event);
+    const page = await client.listEvents({ type: ['job.*'], dataContains: { job: { id: 2 } } });
+    assert.deepEqual([page.events.map((e) => e.sequence), page.next_cursor], [[2, 3], 4]);
+    assert.deepEqual(
+      (await client.listEvents({ bodyContains: { ok: true } })).events.map((e) => e.sequence),
+      [3],
+    );
+    assert.deepEqual(
+      (await client.listEvents({ callback: 'k', source: 'callback' })).events.map((e) => e.sequence),
+      [4],
+    );
+    await assert.rejects(client.listEvents({ type: 'a*b' }), { status: 400, code: 'invalid_request' });
+
+    // events() follows a filter: it waits through what does not match.
+    const seen: number[] = [];
+    const following = (async () => {
+      for await (const event of client.events({ type: 'job.done', dataContains: { job: { id: 3 } }, wait: 25 })) {
+        seen.push(event.sequence);
+        break;
+      }
+    })();
+    await client.deliver(inbox, { type: 'job.done', data: { job: { id: 4 } } });
+    await client.deliver(inbox, { type: 'job.done', data: { job: { id: 3 } } });
+    await following;
+    assert.deepEqual(seen, [6]);
+
+    assert.equal(await client.ackUpTo(3), 3);
+    assert.equal(await client.ackUpTo(3), 0);
+    assert.deepEqual(
+      (await client.listEvents({ unacked: true })).events.map((e) => e.sequence),
+      [4, 5, 6],
+    );
+  });
 });
 
 describe('events() across server restarts', () => {

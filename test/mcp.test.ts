@@ -172,6 +172,36 @@ describe('MCP tools', () => {
     assert.deepEqual([page.next_cursor, page.has_more], [1, false]);
   });
 
+  it('poll_events takes the filters, data_contains as a plain object, and a filtered wait sleeps through the rest', async () => {
+    const created = await createdOverMcp();
+    const client = await open(new URL(created.endpoints.mcp_url).pathname, created.credentials.read_token);
+    const inbox = `${server.url}${new URL(created.endpoints.inbox_url).pathname}`;
+    for (const body of [
+      { type: 'job.done', data: { job: { id: 1 } } },
+      { type: 'job.done', source: 'ci', data: { job: { id: 2, tags: ['x'] } } },
+      { type: 'other', metadata: { callback_id: 'cb_1', callback_key: 'k1' } },
+    ])
+      assert.equal((await deliver(inbox, body)).status, 202);
+    const read = async (args: Record<string, unknown>) =>
+      assertOk(await call(client, 'poll_events', args)).events.map((e: any) => e.sequence);
+    assert.deepEqual(await read({ type: 'job.*' }), [1, 2]);
+    assert.deepEqual(await read({ type: 'job.done,other' }), [1, 2, 3]);
+    assert.deepEqual(await read({ data_contains: { job: { tags: ['x'] } } }), [2]);
+    assert.deepEqual(await read({ source: 'ci', callback: undefined }), [2]);
+    assert.deepEqual(await read({ callback: 'k1' }), [3]);
+    const empty = assertOk(await call(client, 'poll_events', { type: 'nothing' }));
+    assert.deepEqual([empty.events, empty.next_cursor], [[], 3]);
+    assertToolError(await call(client, 'poll_events', { type: 'a*b' }), 'invalid_request');
+
+    const heldBefore = server.roost.waiters.held;
+    const polled = call(client, 'poll_events', { after: 3, wait: 25, body_contains: { answer: 'yes' } });
+    await eventually(() => server.roost.waiters.held > heldBefore, 'the poll to be held');
+    assert.equal((await deliver(inbox, { data: { body: { answer: 'no' } } })).status, 202);
+    assert.equal((await deliver(inbox, { data: { body: { answer: 'yes' } } })).status, 202);
+    const page = assertOk(await polled);
+    assert.deepEqual([page.events.map((e: any) => e.sequence), page.next_cursor], [[5], 5]);
+  });
+
   it('ack_event acknowledges one event, then a run up to a sequence', async () => {
     const created = await createdOverMcp();
     const client = await open(new URL(created.endpoints.mcp_url).pathname, created.credentials.read_token);

@@ -71,6 +71,28 @@ describe('two instances on one PostgreSQL database', { skip: skip ? `skipped: ${
     }
   });
 
+  test('a filtered poll held on one instance sleeps through deliveries to the other that do not match, and answers the first that does', async () => {
+    const address = await createAddress(a.url, {}, from('198.51.100.3'));
+    const filter = `type=${encodeURIComponent('job.*')}&data_contains=${encodeURIComponent('{"job":{"id":2}}')}`;
+    const poll = listEvents(a.url, address, `${filter}&wait=20`);
+    await eventually(async () => (await heldPolls(a)) === 1, 'poll held');
+    for (const body of [
+      { type: 'job.done', data: { job: { id: 1 } } },
+      { type: 'other', data: { job: { id: 2 } } },
+    ]) {
+      assert.equal((await deliver(inboxOn(b, address), body)).status, 202);
+    }
+    // Woken by each, the poll finds nothing that matches and is held again.
+    await eventually(async () => (await heldPolls(a)) === 1, 'poll held again');
+    assert.equal((await deliver(inboxOn(b, address), { type: 'job.done', data: { job: { id: 2 } } })).status, 202);
+    const answer = await poll;
+    assert.equal(answer.status, 200, answer.text);
+    assert.deepEqual(
+      [answer.body.events.map((e: { sequence: number }) => e.sequence), answer.body.next_cursor, answer.body.has_more],
+      [[3], 3, false],
+    );
+  });
+
   test('200 concurrent deliveries split across both instances take sequences 1..200 exactly', async () => {
     const address = await createAddress(b.url, {}, from('198.51.100.2'));
     const results = await Promise.all(

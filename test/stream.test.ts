@@ -180,6 +180,34 @@ await forEachEngine('event stream (SSE)', (server) => {
     await streamsFreed();
   });
 
+  it('with filters, sends only matching events, replayed then live; a bad filter is 400 naming it', async () => {
+    const address = await createAddress(base());
+    for (const body of [
+      { type: 'job.done', data: { job: 1 } },
+      { type: 'job.progress', data: { job: 2 } },
+      { type: 'job.done', data: { job: 2 } },
+    ])
+      assert.equal((await deliver(address.inbox, body)).status, 202);
+    const query = `type=${encodeURIComponent('job.done')}&data_contains=${encodeURIComponent('{"job":2}')}`;
+    const stream = await SseClient.open(base(), address, { query });
+    assert.equal(stream.status, 200);
+    await stream.waitFor(1);
+    for (const body of [
+      { type: 'job.done', data: { job: 1 } },
+      { type: 'job.done', data: { job: 2, n: 5 } },
+    ])
+      assert.equal((await deliver(address.inbox, body)).status, 202);
+    await stream.waitFor(2);
+    assert.deepEqual(stream.ids(), [3, 5]);
+    stream.close();
+    await streamsFreed();
+    const bad = await request(base(), 'GET', `/api/v1/addresses/${address.id}/events/stream?type=a*b`, {
+      token: address.token,
+    });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.error.message, /"type"/);
+  });
+
   it('deleting the address sends `event: gone` and ends the stream', async () => {
     const address = await createAddress(base());
     await deliver(address.inbox, { data: 1 });

@@ -2,6 +2,7 @@
 // schemas in src/schemas.ts. It is what the `roost` CLI uses, and what an agent embeds to
 // create a return address, deliver to an inbox and follow its queue.
 import type {
+  AckRunResponse,
   Address,
   AddressResponse,
   CreateAddress,
@@ -47,7 +48,36 @@ export interface RoostClientOptions {
   userAgent?: string;
 }
 
-export interface ListEventsOptions {
+/**
+ * Filters of a read (docs/api.md §4.3): only matching events are returned, and a long poll
+ * sleeps through the others. A filtered next_cursor moves past what was scanned, so it
+ * belongs to that filter: to resume everything, use unacked or your unfiltered cursor.
+ */
+export interface EventFilterOptions {
+  /** Types, each exact or ending in `*` for a prefix (`stripe.payment_intent.*`). */
+  type?: string | string[];
+  /** The exact source. */
+  source?: string;
+  /** A callback's id (cb_…) or key. */
+  callback?: string;
+  /** A JSON value `data` must contain (objects a subset of keys, arrays their elements, scalars equal). */
+  dataContains?: unknown;
+  /** The same against `data.body` (parsed as JSON when it is a text, as a raw capture holds it). */
+  bodyContains?: unknown;
+}
+
+/** The filters as query parameters. */
+function filterQuery(filter: EventFilterOptions): Record<string, string | undefined> {
+  return {
+    type: Array.isArray(filter.type) ? filter.type.join(',') : filter.type,
+    source: filter.source,
+    callback: filter.callback,
+    data_contains: filter.dataContains === undefined ? undefined : JSON.stringify(filter.dataContains),
+    body_contains: filter.bodyContains === undefined ? undefined : JSON.stringify(filter.bodyContains),
+  };
+}
+
+export interface ListEventsOptions extends EventFilterOptions {
   /** Return events whose sequence is greater than this (default 0). */
   after?: number;
   /**
@@ -68,7 +98,7 @@ export interface DeliverOptions {
   signal?: AbortSignal;
 }
 
-export interface EventsOptions {
+export interface EventsOptions extends EventFilterOptions {
   /** Start after this sequence (default 0: the whole queue). */
   after?: number;
   /** Only events not yet acknowledged when read (with after 0: whatever is not handled yet). */
@@ -91,7 +121,7 @@ export interface EventsOptions {
 }
 
 interface RequestOptions {
-  query?: Record<string, number | undefined>;
+  query?: Record<string, number | string | undefined>;
   body?: unknown;
   headers?: Record<string, string>;
   signal?: AbortSignal;
@@ -249,7 +279,7 @@ export class RoostClient {
     const timeoutMs = this.#timeoutMs + (wait ?? 0) * 1000;
     return (
       await this.#request<EventPage>('GET', `${this.#addressPath()}/events`, {
-        query: { after, limit, wait, unacked: unacked ? 1 : undefined },
+        query: { after, limit, wait, unacked: unacked ? 1 : undefined, ...filterQuery(options) },
         signal,
         timeoutMs,
       })
@@ -260,6 +290,19 @@ export class RoostClient {
   async ack(eventId: string, options: { signal?: AbortSignal } = {}): Promise<Event> {
     const path = `${this.#addressPath()}/events/${encodeURIComponent(eventId)}/ack`;
     return (await this.#request<EventResponse>('POST', path, { signal: options.signal })).body.event;
+  }
+
+  /**
+   * Acknowledges every event whose sequence is at most `upToSequence` (e.g. the next_cursor
+   * of the page handled); returns how many this call newly acknowledged.
+   */
+  async ackUpTo(upToSequence: number, options: { signal?: AbortSignal } = {}): Promise<number> {
+    const path = `${this.#addressPath()}/events/ack`;
+    const answer = await this.#request<AckRunResponse>('POST', path, {
+      body: { up_to_sequence: upToSequence },
+      signal: options.signal,
+    });
+    return answer.body.acknowledged;
   }
 
   /**
@@ -305,6 +348,11 @@ export class RoostClient {
         limit,
         wait: more ? 0 : wait,
         unacked: options.unacked,
+        type: options.type,
+        source: options.source,
+        callback: options.callback,
+        dataContains: options.dataContains,
+        bodyContains: options.bodyContains,
         signal,
       };
       const page = await retryTransient(() => this.listEvents(asked), retry);
@@ -321,6 +369,8 @@ export class RoostClient {
           if (acked === undefined) return;
         }
       }
+      // A filtered page's cursor moves past the events it scanned without a match.
+      if (page.next_cursor > cursor) cursor = page.next_cursor;
     }
   }
 

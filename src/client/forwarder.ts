@@ -8,7 +8,7 @@
 // permanent: the event is parked, skipped or stops the forwarder (`onFail`), so that one
 // bad event never blocks the queue behind it.
 import { backoffDelay, sleep, type BackoffOptions } from './backoff.js';
-import type { RoostClient } from './client.js';
+import type { EventFilterOptions, RoostClient } from './client.js';
 import { RoostError, describeNetworkFailure, isAbortError } from './errors.js';
 import { retryTransient } from './retry.js';
 import type { Event } from '../schemas.js';
@@ -23,6 +23,8 @@ export interface ForwardOptions {
   signal: AbortSignal;
   /** Called after each event the target accepted, before it is acknowledged. */
   saveCursor(after: number): Promise<void>;
+  /** Forward only the events these filters match (docs/api.md §4.3); the saved cursor then belongs to them. */
+  filter?: EventFilterOptions;
   /** Forward events already acknowledged too (default: skip them, they were handled). */
   includeAcknowledged?: boolean;
   /** Pacing of retries (default 500 ms doubling up to 30 s). */
@@ -55,6 +57,7 @@ export async function forwardEvents(options: ForwardOptions): Promise<ForwardSto
   const backoff = { initialDelayMs: 500, ...options.backoff };
   const onFail = options.onFail ?? 'park';
   const events = client.events({
+    ...options.filter,
     after: options.after,
     signal,
     onRetry: (error, delay, attempt) => options.onRetry?.(undefined, error.message, delay, attempt),

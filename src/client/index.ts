@@ -1,6 +1,12 @@
 // The client SDK's public surface: the client, its errors and the helpers around it.
 export { RoostClient, CLIENT_VERSION } from './client.js';
-export type { RoostClientOptions, ListEventsOptions, DeliverOptions, EventsOptions } from './client.js';
+export type {
+  RoostClientOptions,
+  ListEventsOptions,
+  DeliverOptions,
+  EventsOptions,
+  EventFilterOptions,
+} from './client.js';
 export { RoostError, RoostNetworkError } from './errors.js';
 export { parseCredentials, type SavedCredentials } from './credentials.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';

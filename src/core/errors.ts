@@ -24,6 +24,12 @@ const CATALOGUE = {
   // --- 400 ------------------------------------------------------------------------------
   /** A schema or bound violated; the message names the field. */
   invalidRequest: { code: 'invalid_request', status: 400, message: ({ message }: { message: string }) => message },
+  /** A filter of a read (docs/api.md §4.3) malformed or too large: named, with what it must be. */
+  invalidFilter: {
+    code: 'invalid_request',
+    status: 400,
+    message: ({ name, rule }: { name: string; rule: string }) => `Invalid filter "${name}": ${rule}`,
+  },
   malformedRequest: { code: 'invalid_request', status: 400, message: 'The request is malformed.' },
   malformedUrl: { code: 'invalid_request', status: 400, message: 'The URL is malformed.' },
   malformedUrlEncoding: {

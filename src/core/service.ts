@@ -17,12 +17,15 @@ import {
   type AddressChanges,
   type AddressRecord,
   type EmailPart,
+  type EventFilter,
+  type EventPageRecord,
   type EventRecord,
   type Storage,
   type TokenBucketResult,
   type ViewTokenRecord,
 } from '../storage/storage.js';
 import { newEventId } from '../storage/event-ids.js';
+import { filtersContent } from '../storage/page-query.js';
 
 export type { EmailPart };
 import type { PutSender, SenderResponse } from '../sender-schemas.js';
@@ -99,6 +102,11 @@ export interface ListOptions {
   /** Only events without acknowledged_at (docs/api.md §4); a long poll waits for one of those. */
   unacked?: boolean;
   /**
+   * Filters on content (docs/api.md §4.3, event-filter.ts): a long poll sleeps through
+   * events that do not match; the page says how far it scanned.
+   */
+  filter?: EventFilter;
+  /**
    * Read at most this many stored bytes (one event at least), below the page bound: the
    * first part of a page written in parts (readPagePart reads the others).
    */
@@ -124,7 +132,7 @@ export interface EventStreamHandle {
     after: number,
     limit: number,
     maxBytes?: number,
-  ): Promise<{ records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked'>;
+  ): Promise<{ records: EventRecord[]; hasMore: boolean; scannedTo?: number } | 'gone' | 'revoked'>;
   /**
    * The part of a wake-up's shared read past `after`, cut as readAfter cuts; 'gone' and
    * 'revoked' as readAfter; null when the shared read does not cover `after`, or the
@@ -135,7 +143,7 @@ export interface EventStreamHandle {
     after: number,
     limit: number,
     maxBytes?: number,
-  ): { records: EventRecord[]; hasMore: boolean } | 'gone' | 'revoked' | null;
+  ): { records: EventRecord[]; hasMore: boolean; scannedTo?: number } | 'gone' | 'revoked' | null;
   /**
    * The acknowledgements of events up to `upTo` made at or after `since` (ms), by
    * sequence: for the stream's `ack` messages when no shared read brought them.
@@ -347,22 +355,35 @@ export class RoostService {
     const deadline = this.now() + options.wait * 1000;
     const { after, limit } = options;
     const unacked = options.unacked === true;
+    const filter: EventFilter = { ...options.filter, unacked };
+    // A filtered read reads for itself (the shared read is unfiltered) and is scanned in
+    // bounded steps: a poll sleeps past what it scanned without a match.
+    const filtered = filtersContent(filter);
+    const scanLimit = filtered ? this.config.filterScanEvents : undefined;
     const maxBytes = Math.min(options.partBytes ?? Infinity, this.config.maxPageBytes);
     let release: (() => void) | undefined;
     // From the last page read: what a poll answered without a page of its own reports.
     let latestSequence: number;
+    let scanFrom = after;
     try {
       for (;;) {
         // Register before reading: a commit between the read and the wait still wakes us.
-        const ticket = options.wait > 0 && !this.waiters.isClosing ? this.waiters.register(addressId, after) : null;
-        const page = await this.storage.listEvents({ addressId, after, limit, maxBytes, filter: { unacked } });
+        const ticket = options.wait > 0 && !this.waiters.isClosing ? this.waiters.register(addressId, scanFrom) : null;
+        const page = await this.storage.listEvents({ addressId, after: scanFrom, limit, maxBytes, filter, scanLimit });
         latestSequence = page.latestSequence;
+        if (page.events.length === 0 && page.scannedTo !== undefined) scanFrom = page.scannedTo;
         const until = address.expiresAt === null ? deadline : Math.min(deadline, address.expiresAt);
-        if (!ticket || page.events.length > 0 || until <= this.now()) {
+        if (!ticket || page.events.length > 0 || page.scanLimited || until <= this.now()) {
           ticket?.cancel();
           if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now())
             throw errors.addressNotFound();
-          return { records: page.events, hasMore: page.hasMore, after, latestSequence };
+          return {
+            records: page.events,
+            hasMore: page.hasMore,
+            after,
+            latestSequence,
+            ...scanned(page, scanFrom),
+          };
         }
         if (!release) {
           try {
@@ -374,13 +395,13 @@ export class RoostService {
         }
         const outcome = await ticket.wait(until - this.now(), signal);
         if (outcome === 'aborted' || outcome === 'closing')
-          return { records: [], hasMore: false, after, latestSequence };
+          return { records: [], hasMore: false, after, latestSequence, ...scanned({ events: [] }, scanFrom) };
         const shared = outcome === 'woken' ? await ticket.read : undefined;
         if (shared) {
           if (!shared.address) throw errors.addressNotFound();
           address = shared.address;
           await this.stillOpens(address, token);
-          const slice = unacked ? null : sliceShared(shared, after, limit, maxBytes);
+          const slice = unacked || filtered ? null : sliceShared(shared, after, limit, maxBytes);
           if (slice && slice.records.length > 0) {
             // From the wake-up (the commit's) to the answer being ready, in real time.
             if (ticket.wokenAt !== undefined)
@@ -409,9 +430,18 @@ export class RoostService {
     limit: number,
     maxBytes: number,
     unacked = false,
+    filter?: EventFilter,
   ): Promise<RecordPage> {
-    const page = await this.storage.listEvents({ addressId, after, limit, maxBytes, filter: { unacked } });
-    return { records: page.events, hasMore: page.hasMore, after, latestSequence: page.latestSequence };
+    const full: EventFilter = { ...filter, unacked };
+    const scanLimit = filtersContent(full) ? this.config.filterScanEvents : undefined;
+    const page = await this.storage.listEvents({ addressId, after, limit, maxBytes, filter: full, scanLimit });
+    return {
+      records: page.events,
+      hasMore: page.hasMore,
+      after,
+      latestSequence: page.latestSequence,
+      ...scanned(page, after),
+    };
   }
 
   async ackEvent(addressId: string, token: string | undefined, eventId: string): Promise<{ event: Event }> {
@@ -739,6 +769,7 @@ export class RoostService {
     onChange: (read?: Promise<SharedRead>) => void,
     client = '',
     ackSince?: () => number | undefined,
+    filter?: EventFilter,
   ): Promise<EventStreamHandle> {
     let { expiresAt } = await this.authenticate(addressId, token);
     const release = this.admitWaiter(addressId, client, token);
@@ -756,14 +787,22 @@ export class RoostService {
         if (!current) return 'gone';
         if ((await this.accessOf(current, token!)) === null) return 'revoked';
         expiresAt = current.expiresAt; // a PATCH may have changed it
-        const page = await this.storage.listEvents({ addressId, after, limit, maxBytes: Math.min(bytes, maxBytes) });
-        return { records: page.events, hasMore: page.hasMore };
+        const page = await this.storage.listEvents({
+          addressId,
+          after,
+          limit,
+          maxBytes: Math.min(bytes, maxBytes),
+          filter,
+          scanLimit: filter ? this.config.filterScanEvents : undefined,
+        });
+        return { records: page.events, hasMore: page.hasMore, scannedTo: page.scannedTo };
       },
       fromShared: (read, after, limit, bytes = maxBytes) => {
         if (!read.address) return 'gone';
         // A read token is re-checked here against the address just read; a view token needs
         // a look-up, which readAfter makes.
-        if (!token?.startsWith(READ_TOKEN_PREFIX)) return null;
+        // A filtered stream reads for itself: the shared read is unfiltered.
+        if (!token?.startsWith(READ_TOKEN_PREFIX) || filter) return null;
         if (!secretMatches(token, read.address.readTokenDigest)) return 'revoked';
         expiresAt = read.address.expiresAt;
         return sliceShared(read, after, limit, Math.min(bytes, maxBytes));
@@ -785,4 +824,20 @@ export class RoostService {
     this.metrics.eventsPurged.inc(result.eventsPurged);
     for (const id of result.expiredAddressIds) this.waiters.wake(id);
   }
+}
+
+/**
+ * How far a filtered read scanned, for its next_cursor (wire.ts): the page's own scan, or,
+ * for an empty page, where earlier reads of a poll got to (`from`); and whether the scan
+ * bound stopped it.
+ */
+function scanned(
+  page: Pick<EventPageRecord, 'events' | 'scannedTo' | 'scanLimited'>,
+  from: number,
+): Pick<RecordPage, 'scannedTo' | 'scanLimited'> {
+  const scannedTo = page.scannedTo ?? (page.events.length === 0 ? from : undefined);
+  return {
+    ...(scannedTo !== undefined ? { scannedTo } : {}),
+    ...(page.scanLimited ? { scanLimited: true } : {}),
+  };
 }

@@ -56,10 +56,14 @@ export interface RecordPage {
   after: number;
   /** The highest sequence the address has given out, read no earlier than the page. */
   latestSequence: number;
+  /** A filtered page that holds every match it scanned: the highest sequence scanned (next_cursor moves past it). */
+  scannedTo?: number;
+  /** A filtered page the scan bound stopped before the end of the queue. */
+  scanLimited?: boolean;
 }
 
 const nextCursor = (page: RecordPage) =>
-  page.records.length > 0 ? page.records[page.records.length - 1].sequence : page.after;
+  Math.max(page.records.length > 0 ? page.records[page.records.length - 1].sequence : page.after, page.scannedTo ?? 0);
 
 export function toPage(page: RecordPage): EventPage {
   return {
@@ -67,12 +71,15 @@ export function toPage(page: RecordPage): EventPage {
     next_cursor: nextCursor(page),
     has_more: page.hasMore,
     latest_sequence: page.latestSequence,
+    ...(page.scanLimited ? { scan_limited: true } : {}),
   };
 }
 
+const scanLimitedJson = (limited: boolean | undefined) => (limited ? ',"scan_limited":true' : '');
+
 /** The JSON text of toPage(page), with each event's stored data spliced in unparsed. */
 export function pageJson(page: RecordPage): string {
-  return `{"events":[${page.records.map(eventJson).join(',')}],"next_cursor":${nextCursor(page)},"has_more":${page.hasMore},"latest_sequence":${page.latestSequence}}`;
+  return `{"events":[${page.records.map(eventJson).join(',')}],"next_cursor":${nextCursor(page)},"has_more":${page.hasMore},"latest_sequence":${page.latestSequence}${scanLimitedJson(page.scanLimited)}}`;
 }
 
 /**
@@ -119,6 +126,7 @@ export async function* pageJsonInParts(
   let cursor = first.after;
   let latest = first.latestSequence;
   let hasMore: boolean;
+  let scanLimited = false;
   for (;;) {
     for (const record of part.records) {
       const [head, data, tail] = eventJsonParts(record);
@@ -131,7 +139,10 @@ export async function* pageJsonInParts(
     }
     hasMore = part.hasMore;
     latest = Math.max(latest, part.latestSequence);
-    if (!hasMore || count >= limit || part.records.length === 0 || bytes >= pageBytes) break;
+    // A filtered part that took every match it scanned moves the cursor past its scan.
+    if (part.scannedTo !== undefined) cursor = Math.max(cursor, part.scannedTo);
+    if (part.scanLimited) scanLimited = true;
+    if (!hasMore || scanLimited || count >= limit || part.records.length === 0 || bytes >= pageBytes) break;
     const next = await readPart(cursor, limit - count, Math.min(partBytes, pageBytes - bytes));
     // A part holds one event whatever its size; the page only if it fits what is left.
     if (next.records.length > 0 && storedBytes(next.records[0]) > pageBytes - bytes) {
@@ -140,7 +151,7 @@ export async function* pageJsonInParts(
     }
     part = next;
   }
-  yield `],"next_cursor":${cursor},"has_more":${hasMore},"latest_sequence":${latest}}`;
+  yield `],"next_cursor":${cursor},"has_more":${hasMore},"latest_sequence":${latest}${scanLimitedJson(scanLimited)}}`;
 }
 
 /** Parses "Bearer <token>" (scheme case-insensitive, docs/api.md §5). */

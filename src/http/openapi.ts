@@ -141,6 +141,7 @@ const OPERATIONS: Record<string, OperationFacts> = {
   clearSender: { tag: 'Senders' },
   listEvents: { tag: 'Events', headers: { '*': noStore } },
   ackEvent: { tag: 'Events', headers: { '*': noStore } },
+  ackEvents: { tag: 'Events', headers: { '*': noStore } },
   streamEvents: { tag: 'Events' },
   getEmailAttachment: {
     tag: 'Email',

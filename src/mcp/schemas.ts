@@ -95,8 +95,14 @@ export function getInput(bound: boolean) {
 }
 
 export function pollInput(bound: boolean) {
-  // The tool's description says what each argument does.
+  // The tool's description says what each argument does; the containment filters are
+  // JSON values here (a query string carries them as text).
+  const json = z.unknown().optional();
   return fromTypeBox(describedAs(ListEventsQuerySchema, {}), { defaults: true })
+    .extend({
+      data_contains: json,
+      body_contains: json,
+    })
     .extend(addressArguments(bound))
     .strict();
 }

@@ -182,6 +182,16 @@ export interface AppendParams {
 export interface EventFilter {
   /** Only events without acknowledged_at. */
   unacked?: boolean;
+  /** Types: each exact, or a prefix where it ends in `*` (one of them matches). */
+  types?: readonly string[];
+  /** The exact source. */
+  source?: string;
+  /** A callback's id or key: metadata.callback_id or metadata.callback_key equals it. */
+  callback?: string;
+  /** A JSON text that `data` contains, as PostgreSQL's jsonb `@>` decides (json-contains.ts). */
+  dataContains?: string;
+  /** The same against data.body, or the JSON its text holds when it is a string. */
+  bodyContains?: string;
 }
 
 /** What listEvents takes. */
@@ -193,6 +203,11 @@ export interface ListEventsParams {
   /** Stored bytes of data and metadata a page holds at most (its first event always goes). */
   maxBytes?: number;
   filter?: EventFilter;
+  /**
+   * With a filter on content (any but unacked): at most this many events past `after` are
+   * looked at; where it stops a page, scanLimited says so.
+   */
+  scanLimit?: number;
 }
 
 export type AppendResult =
@@ -215,6 +230,13 @@ export interface EventPageRecord {
    * earlier than the page: at least the sequence of every event in it.
    */
   latestSequence: number;
+  /**
+   * With a filter on content, when the page holds every match the scan found: the highest
+   * sequence scanned (the next read starts past it). Undefined when a match was left over.
+   */
+  scannedTo?: number;
+  /** The scan bound stopped the page before the end of the queue (hasMore is then true). */
+  scanLimited?: boolean;
 }
 
 export interface TokenBucketResult {

@@ -35,6 +35,7 @@ const LANDED = {
     8: '23fe4bf82cb57699',
     9: 'b8ec62def0882280',
     10: 'b1a32732efc8e461',
+    11: 'e3b0c44298fc1c14',
   },
   postgres: {
     1: '5ddd635e970e574f',
@@ -45,6 +46,7 @@ const LANDED = {
     6: '319dc5517ea4dafc',
     7: '5db6d060311d616b',
     10: 'e3b0c44298fc1c14',
+    11: 'd2d6c581f0e0c871',
   },
 } as const;
 

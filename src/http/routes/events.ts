@@ -4,9 +4,19 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { errors } from '../../core/errors.js';
 import { WAITER_RETRY_AFTER_SECONDS } from '../../core/limits.js';
+import { eventFilter } from '../../core/event-filter.js';
 import { pageJsonInParts } from '../../core/wire.js';
+import { decodeJsonBody } from '../body.js';
 import { dropWhenStalled } from '../stall-watch.js';
-import { EventPageSchema, EventResponseSchema, ListEventsQuerySchema, type ListEventsQuery } from '../../schemas.js';
+import {
+  AckRunResponseSchema,
+  AckRunSchema,
+  EventPageSchema,
+  EventResponseSchema,
+  ListEventsQuerySchema,
+  type AckRun,
+  type ListEventsQuery,
+} from '../../schemas.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
 
@@ -42,7 +52,9 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
         description:
           'Events with sequence > after, ascending: at most `limit`, and a page stops before the event that would take it past the page byte bound (ROOST_MAX_PAGE_BYTES of stored data, 4 MiB by default), though it always holds at least one event; `has_more` is true when events were left for the next page. ' +
           'With wait > 0 and nothing past `after`, the request is held until an event is committed or `wait` seconds pass; a held poll counts against the caps on waiters per address and per client, and a page being written against the client cap until it has been read (429 too_many_waiters). Acknowledged events stay in pages. ' +
-          'With unacked=1 only events without acknowledged_at are returned (and waited for); `latest_sequence` tells a cursor past the end of the queue from a quiet queue.',
+          'With unacked=1 only events without acknowledged_at are returned (and waited for); `latest_sequence` tells a cursor past the end of the queue from a quiet queue. ' +
+          'With filters (type, source, callback, data_contains, body_contains) only matching events are returned, and a long poll sleeps through the others; `next_cursor` moves past what was scanned, so a filtered cursor belongs to that filter: to resume everything, use unacked=1 or your unfiltered cursor. ' +
+          'A read scans at most ROOST_FILTER_SCAN_EVENTS events (500 by default); when that stops a page, `has_more` and `scan_limited` are true.',
         security: bearerSecurity,
         params: AddressParamsSchema,
         querystring: ListEventsQuerySchema,
@@ -74,10 +86,12 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
       handler: async (request, reply) => {
         const { after, limit, wait, unacked } = request.query;
         const { addressId } = request.params;
+        const filter = eventFilter(request.query, true);
         const page = await service.listEvents(
           addressId,
           requestToken(request),
-          { after, limit, wait, unacked, partBytes: PAGE_PART_BYTES },
+          // A filtered page is read at once: each part would be a scan of its own.
+          { after, limit, wait, unacked, filter, partBytes: filter ? undefined : PAGE_PART_BYTES },
           clientGone(reply),
           request.ip,
         );
@@ -105,7 +119,7 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
           limit,
           config.maxPageBytes,
           PAGE_PART_BYTES,
-          (from, left, maxBytes) => service.readPagePart(addressId, from, left, maxBytes, unacked),
+          (from, left, maxBytes) => service.readPagePart(addressId, from, left, maxBytes, unacked, filter),
           PAGE_CHUNK_BYTES,
         );
         const body = Readable.from(pieces, { objectMode: false, highWaterMark: PAGE_CHUNK_BYTES });
@@ -113,6 +127,25 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
       },
     },
   );
+
+  app.post<{ Params: { addressId: string }; Body: AckRun }>('/api/v1/addresses/:addressId/events/ack', {
+    schema: {
+      operationId: 'ackEvents',
+      summary: 'Acknowledge a run of events',
+      description:
+        'Sets acknowledged_at on every event of the address whose sequence is at most up_to_sequence and that has none (as MCP ack_event with up_to_sequence). ' +
+        'Answers how many this call newly acknowledged; repeating is harmless (0).',
+      security: bearerSecurity,
+      params: AddressParamsSchema,
+      body: AckRunSchema,
+      response: { 200: AckRunResponseSchema, ...errorResponses(400, 401, 403, 404, 415) },
+    },
+    preValidation: async (request) => {
+      request.body = decodeJsonBody(request, { optional: false }) as AckRun;
+    },
+    handler: async (request) =>
+      service.ackUpTo(request.params.addressId, requestToken(request), request.body.up_to_sequence),
+  });
 
   app.post<{ Params: { addressId: string; eventId: string } }>('/api/v1/addresses/:addressId/events/:eventId/ack', {
     schema: {

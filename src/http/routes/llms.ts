@@ -57,6 +57,10 @@ POST /api/v1/addresses/$ADDRESS_ID/events/$EVENT_ID/ack marks one handled (sets
 saved cursor, or asks for \`unacked\`=1: only events not acknowledged yet (with after=0,
 everything not handled, no cursor needed). \`latest_sequence\` is the highest sequence
 given out: an \`after\` above it is a wrong cursor, read from 0 (or with unacked=1).
+Filters: \`type\`=a.b,c.* (* = prefix), \`source\`, \`callback\`, \`data_contains\`={"job":2}
+(URL-encoded JSON in \`data\`; \`body_contains\`: in \`data.body\`). Also on poll_events.
+A filtered cursor belongs to that filter: to resume everything, use unacked=1 or your
+unfiltered cursor. \`scan_limited\`: read on.
 The queue holds ${EVENT_CAPACITY} events; acknowledged ones make room, unacknowledged ones are never
 dropped (deliveries get queue_full instead). Events are kept 30 days.`;
 

@@ -6,6 +6,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { errors } from '../../core/errors.js';
+import { eventFilter, type FilterParams } from '../../core/event-filter.js';
 import { eventJsonParts } from '../../core/event-json.js';
 import { isoTime } from '../../core/iso-time.js';
 import { textSlices } from '../../core/wire.js';
@@ -13,6 +14,7 @@ import { LIMIT_MAX } from '../../core/limits.js';
 import type { Metrics } from '../../core/metrics.js';
 import type { EventStreamHandle } from '../../core/service.js';
 import type { SharedRead } from '../../core/waiters.js';
+import { EventFilterQuerySchema } from '../../schemas.js';
 import { dropWhenStalled } from '../stall-watch.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
@@ -47,6 +49,7 @@ const StreamQuerySchema = Type.Object({
       description: 'Start after this sequence (the Last-Event-ID header wins).',
     }),
   ),
+  ...EventFilterQuerySchema.properties,
 });
 
 const StreamHeadersSchema = Type.Object({
@@ -181,6 +184,8 @@ class SseStream {
         if (record.acknowledgedAt !== null && record.acknowledgedAt >= this.ackSince)
           this.acksTold.set(record.sequence, record.acknowledgedAt);
       }
+      // A filtered read moves past the events it scanned without a match (never sent).
+      if (page.scannedTo !== undefined) this.cursor = Math.max(this.cursor, page.scannedTo);
       this.behind = page.hasMore;
       if (this.ended) return;
       if (!page.hasMore) return this.sendAcks(shared);
@@ -274,7 +279,7 @@ class SseStream {
 export async function streamRoutes(app: FastifyInstance): Promise<void> {
   const { service, metrics, config } = app.roost;
 
-  app.get<{ Params: { addressId: string }; Querystring: { after: number } }>(
+  app.get<{ Params: { addressId: string }; Querystring: { after: number } & FilterParams }>(
     '/api/v1/addresses/:addressId/events/stream',
     {
       schema: {
@@ -284,7 +289,8 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           'Every event past `after` (or the Last-Event-ID header, which wins) is sent first, then each new one as it is committed. ' +
           'Each message is `id: {sequence}` and `data: {Event as JSON}`; a comment line comes at least every 15 s. ' +
           'When an event already sent is acknowledged, `event: ack` comes with `data: {"id","sequence","acknowledged_at"}` and no id; a connection that starts after a cursor first tells the acknowledgements of the events up to it. ' +
-          'When the address is deleted or expires the server sends `event: gone` and closes. A reconnect with Last-Event-ID misses nothing and repeats nothing.',
+          'When the address is deleted or expires the server sends `event: gone` and closes. A reconnect with Last-Event-ID misses nothing and repeats nothing. ' +
+          'With filters (type, source, callback, data_contains, body_contains, as on GET …/events) only matching events are sent; a reconnect with the same filters and Last-Event-ID resumes them.',
         security: bearerSecurity,
         params: AddressParamsSchema,
         querystring: StreamQuerySchema,
@@ -299,7 +305,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
       },
       // Digits only, as on the events URL (docs/api.md §4), checked before coercion.
       preValidation: async (request) => {
-        const after = (request.query as Record<string, unknown>).after;
+        const after = (request.query as unknown as Record<string, unknown>).after;
         if (after !== undefined && (typeof after !== 'string' || !DIGITS.test(after))) {
           throw errors.invalidRequest({
             message:
@@ -321,6 +327,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
         const lastEventId = request.headers['last-event-id'];
         const cursor =
           typeof lastEventId === 'string' && lastEventId !== '' ? Number(lastEventId) : request.query.after;
+        const filter = eventFilter(request.query, true);
         const left = clientGone(reply);
         // Wake-ups before the stream exists are covered by its first read (subscribed first).
         const opened: { stream?: SseStream } = {};
@@ -331,6 +338,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           (read) => opened.stream?.pump(read),
           request.ip,
           () => opened.stream?.sharedAckSince,
+          filter,
         );
         reply.hijack();
         if (left.aborted) {

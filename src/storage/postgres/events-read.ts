@@ -1,6 +1,13 @@
 // Reading and acknowledging events on PostgreSQL: the page (page-query.ts, one statement
 // per combination of filters, each named on first use), whether a queue has room, acks.
-import { latestSequenceQuery, pageFromRows, pageQuery, type PageDialect } from '../page-query.js';
+import {
+  filtersContent,
+  latestSequenceQuery,
+  pageFromRows,
+  pageQuery,
+  scannedPageFromRows,
+  type PageDialect,
+} from '../page-query.js';
 import { EVENTS } from '../tables.js';
 import type { AckRecord, EventPageRecord, EventRecord, ListAcknowledgedParams, ListEventsParams } from '../storage.js';
 import { nameBuiltStatement, namedStatements, type PgConnection } from './connection.js';
@@ -11,6 +18,12 @@ const DIALECT: PageDialect = {
   // last_sequence is bumped under the row lock by every append (events-append.ts).
   latestSequence: (id) => `(SELECT last_sequence FROM addresses WHERE id = ${id})`,
   count: (expression) => `${expression}::int`,
+  // roost_jsonb (migration 11) is NULL where jsonb refuses the text (a \u0000 in it).
+  jsonContains: (column, filter) => `roost_jsonb(${column}) @> ${filter}::jsonb`,
+  bodyContains: (filter) =>
+    `(CASE jsonb_typeof(roost_jsonb(data) -> 'body') WHEN 'string' THEN roost_jsonb(roost_jsonb(data) ->> 'body')
+      ELSE roost_jsonb(data) -> 'body' END) @> ${filter}::jsonb`,
+  metadataField: (name) => `(roost_jsonb(metadata) ->> '${name}')`,
 };
 
 const SQL = namedStatements('events', {
@@ -37,6 +50,16 @@ export class PgEventReads {
   async list(params: ListEventsParams): Promise<EventPageRecord> {
     const page = pageQuery(DIALECT, params);
     nameBuiltStatement('page', page.text);
+    if (filtersContent(params.filter)) {
+      const scanned = await this.db.query<{
+        id: string | null;
+        candidates: number;
+        latest: number;
+        scanned: number;
+        scanned_to: number | null;
+      }>(page.text, page.values);
+      return scannedPageFromRows(scanned.rows, params);
+    }
     const { rows } = await this.db.query<{ candidates: number; latest: number }>(page.text, page.values);
     const found = pageFromRows(rows);
     if (found) return found;

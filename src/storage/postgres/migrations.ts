@@ -184,4 +184,20 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
     // SQLite's migration 10; PostgreSQL keeps stored_bytes under the append's row lock by design.
     sql: '',
   },
+  {
+    version: 11,
+    name: 'a JSON reading for the filters of a page',
+    // The page's filters on content (page-query.ts) read stored text as jsonb; text jsonb
+    // refuses (a \u0000 escape, a body that is not JSON) is no match rather than an error.
+    // OR REPLACE: running it again (a lost schema_migrations row) changes nothing.
+    sql: `
+      CREATE OR REPLACE FUNCTION roost_jsonb(value text) RETURNS jsonb
+        LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+      BEGIN
+        RETURN value::jsonb;
+      EXCEPTION WHEN data_exception THEN
+        RETURN NULL;
+      END $$;
+    `,
+  },
 ];

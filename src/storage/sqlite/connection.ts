@@ -3,6 +3,7 @@
 import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
 import { msOfId } from '../event-ids.js';
+import { bodyValue, jsonbValue, jsonContains } from '../json-contains.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
 export type Synchronous = 'FULL' | 'NORMAL';
@@ -13,7 +14,39 @@ export function openSqlite(path: string, synchronous: Synchronous): Database.Dat
   db.pragma(`synchronous = ${synchronous}`);
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
+  addJsonFunctions(db);
   return db;
+}
+
+/**
+ * What PostgreSQL's jsonb does for the page's filters (page-query.ts), as SQL functions:
+ * the same answers on both engines, each call bounded by the sizes of a stored event and
+ * of a filter.
+ */
+function addJsonFunctions(db: Database.Database): void {
+  // A page binds one filter text and calls with it once per event scanned: parsed once.
+  let lastFilter: string | undefined;
+  let lastParsed: unknown;
+  const parsedFilter = (text: string): unknown => {
+    if (text !== lastFilter) {
+      lastParsed = JSON.parse(text);
+      lastFilter = text;
+    }
+    return lastParsed;
+  };
+  const options = { deterministic: true, directOnly: true };
+  db.function('roost_json_contains', options, (data: unknown, filter: unknown) =>
+    typeof filter === 'string' && jsonContains(jsonbValue(data), parsedFilter(filter)) ? 1 : 0,
+  );
+  db.function('roost_body_contains', options, (data: unknown, filter: unknown) =>
+    typeof filter === 'string' && jsonContains(bodyValue(jsonbValue(data)), parsedFilter(filter)) ? 1 : 0,
+  );
+  db.function('roost_metadata_field', options, (metadata: unknown, name: unknown) => {
+    const value = jsonbValue(metadata);
+    if (value === null || typeof value !== 'object' || Array.isArray(value) || typeof name !== 'string') return null;
+    const field = (value as Record<string, unknown>)[name];
+    return typeof field === 'string' && Object.hasOwn(value, name) ? field : null;
+  });
 }
 
 /**

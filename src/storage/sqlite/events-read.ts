@@ -2,7 +2,14 @@
 // prepared statement per combination of filters, prepared on first use) and whether a
 // queue has room.
 import type Database from 'better-sqlite3';
-import { latestSequenceQuery, pageFromArrays, pageQuery, type PageDialect } from '../page-query.js';
+import {
+  filtersContent,
+  latestSequenceQuery,
+  pageFromArrays,
+  pageQuery,
+  scannedPageFromArrays,
+  type PageDialect,
+} from '../page-query.js';
 import type { AckRecord, EventPageRecord, ListAcknowledgedParams, ListEventsParams } from '../storage.js';
 import { KEY_OF_ID } from './migrations.js';
 
@@ -15,6 +22,9 @@ const DIALECT: PageDialect = {
     `(SELECT max(last_sequence, coalesce((SELECT MAX(sequence) FROM events WHERE address_key = addresses.key), 0))
       FROM addresses WHERE id = ${id})`,
   count: (expression) => expression,
+  jsonContains: (column, filter) => `roost_json_contains(${column}, ${filter})`,
+  bodyContains: (filter) => `roost_body_contains(data, ${filter})`,
+  metadataField: (name) => `roost_metadata_field(metadata, '${name}')`,
 };
 
 /** Prepared page statements kept, one per distinct text (a combination of filters). */
@@ -53,6 +63,7 @@ export class EventReads {
       statement = this.db.prepare<unknown[], unknown[]>(page.text).raw(true);
       this.pages.set(page.text, statement);
     }
+    if (filtersContent(params.filter)) return scannedPageFromArrays(statement.all(...page.values), params);
     return (
       pageFromArrays(statement.all(...page.values)) ?? {
         events: [],

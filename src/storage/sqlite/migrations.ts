@@ -323,4 +323,10 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ALTER TABLE addresses DROP COLUMN stored_bytes;
     `,
   },
+  {
+    version: 11,
+    name: 'a JSON reading for the filters of a page',
+    // PostgreSQL's migration 11; SQLite's connections register the functions (connection.ts).
+    sql: '',
+  },
 ];
