@@ -15,9 +15,9 @@ import { appendDeadLetter } from './client/dead-letter.js';
 import { forwardEvents } from './client/forwarder.js';
 import { retryTransient } from './client/retry.js';
 import { PROVIDER_NAMES } from './core/senders/provider.js';
-import type { UpdateAddress } from './credential-schemas.js';
-import type { PutSender } from './sender-schemas.js';
-import type { CreateAddress, CreateEvent, Event } from './schemas.js';
+import type { UpdateAddress } from './contract/credential-schemas.js';
+import type { PutSender } from './contract/sender-schemas.js';
+import type { CreateAddress, CreateEvent, Event } from './contract/schemas.js';
 
 const DEFAULT_URL = 'http://localhost:3000';
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })

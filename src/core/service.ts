@@ -2,7 +2,7 @@
 // server and the MCP tools call these; none of them talks to storage directly. Errors
 // are thrown as RoostError values and rendered by each transport.
 import type { Config } from '../config.js';
-import type { Address, CreateAddress, CreateAddressResponse, Event, EventDeliveryResponse } from '../schemas.js';
+import type { Address, CreateAddress, CreateAddressResponse, Event, EventDeliveryResponse } from '../contract/schemas.js';
 import type {
   CreateViewToken,
   InboxSecretResponse,
@@ -10,7 +10,7 @@ import type {
   UpdateAddress,
   ViewTokenCreated,
   ViewTokenList,
-} from '../credential-schemas.js';
+} from '../contract/credential-schemas.js';
 import {
   RAW_EMAIL_PART,
   type AckRecord,
@@ -25,7 +25,7 @@ import {
 import { newEventId } from '../storage/event-ids.js';
 
 export type { EmailPart };
-import type { PutSender, SenderResponse } from '../sender-schemas.js';
+import type { PutSender, SenderResponse } from '../contract/sender-schemas.js';
 import { SecretKeyMismatch, type SecretBox } from './secret-box.js';
 import type { SenderRequest } from './senders/provider.js';
 import { planSenderRequest } from './senders/policy.js';

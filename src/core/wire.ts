@@ -1,7 +1,7 @@
 // How records become what the API shows (docs/api.md §2, §4, §5.2), and how a bearer
 // credential is read from a header: shared by the HTTP routes and the MCP tools.
-import type { Address, Event, EventPage } from '../schemas.js';
-import type { ViewToken } from '../credential-schemas.js';
+import type { Address, Event, EventPage } from '../contract/schemas.js';
+import type { ViewToken } from '../contract/credential-schemas.js';
 import type { AddressRecord, EventRecord, ViewTokenRecord } from '../storage/storage.js';
 import { eventJson, eventJsonParts } from './event-json.js';
 import { isoTime } from './iso-time.js';
