@@ -37,6 +37,14 @@ module.exports = {
       to: { path: [TRANSPORTS, ENTRY_POINTS, '^src/(client|web)/'] },
     },
     {
+      name: 'transports-above-core',
+      comment:
+        'Transports reach storage only through the core (src/core/records.ts re-exports its shapes), types included.',
+      severity: 'error',
+      from: { path: TRANSPORTS },
+      to: { path: '^src/storage/' },
+    },
+    {
       name: 'mcp-under-http',
       comment: "MCP's tools know nothing of HTTP; the HTTP endpoint is a route over them (src/http/routes/mcp.ts).",
       severity: 'error',

@@ -14,7 +14,7 @@ import { unavailable } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
 import type { RoostService } from '../core/service.js';
 import type { Waiters } from '../core/waiters.js';
-import type { Storage } from '../storage/storage.js';
+import type { Storage } from '../core/records.js';
 import { fastifyTrustProxy } from './client-ip.js';
 import { limitConnectionsPerPeer } from './connection-limit.js';
 import { lazyRequestLogger } from './request-logger.js';
