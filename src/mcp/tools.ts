@@ -7,7 +7,12 @@ import { RoostError, invalidRequest, rateLimited, unauthorized } from '../core/e
 import { EVENT_CAPACITY } from '../core/limits.js';
 import type { ListOptions, RoostService } from '../core/service.js';
 import { bearerToken, toPage } from '../core/wire.js';
-import type { CreateViewToken, RotateInboxSecret, RotateReadToken, UpdateAddress } from '../contract/credential-schemas.js';
+import type {
+  CreateViewToken,
+  RotateInboxSecret,
+  RotateReadToken,
+  UpdateAddress,
+} from '../contract/credential-schemas.js';
 import type { PutSender } from '../contract/sender-schemas.js';
 import {
   ackInput,

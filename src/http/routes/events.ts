@@ -6,7 +6,12 @@ import { invalidRequest, tooManyWaiters } from '../../core/errors.js';
 import { WAITER_RETRY_AFTER_SECONDS } from '../../core/limits.js';
 import { pageJsonInParts } from '../../core/wire.js';
 import { dropWhenStalled } from '../stall-watch.js';
-import { EventPageSchema, EventResponseSchema, ListEventsQuerySchema, type ListEventsQuery } from '../../contract/schemas.js';
+import {
+  EventPageSchema,
+  EventResponseSchema,
+  ListEventsQuerySchema,
+  type ListEventsQuery,
+} from '../../contract/schemas.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
 
