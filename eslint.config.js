@@ -78,6 +78,24 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
+  {
+    // Every server error is a row of the catalogue (src/core/errors.ts), made by its constructor.
+    files: ['src/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    ignores: ['src/core/errors.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "NewExpression[callee.name='ServiceError']",
+          message: 'Make server errors from the catalogue in src/core/errors.ts (errors.<name>(…)), never inline.',
+        },
+        {
+          selector: "ClassDeclaration[superClass.name='ServiceError'], ClassExpression[superClass.name='ServiceError']",
+          message: 'Add a row to the catalogue in src/core/errors.ts instead of a subclass of ServiceError.',
+        },
+      ],
+    },
+  },
   { files: ['**/*.js', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
   // .dependency-cruiser.cjs: the dependency-cruiser config, CommonJS as the tool expects.
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable' } } },

@@ -26,9 +26,9 @@ async function heldPolls(server: TestServer): Promise<number> {
 const engineQuery = (server: TestServer, sql: string) =>
   (
     server.roost.storage as unknown as {
-      query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
+      db: { query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> };
     }
-  ).query(sql);
+  ).db.query(sql);
 
 for (const poolMode of ['session', 'transaction'] as const) {
   describe(`two instances through ${pgbouncerVersion}, pool_mode=${poolMode}`, { skip }, () => {

@@ -16,6 +16,7 @@ import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { PostgresStorage } from '../src/storage/postgres/engine.js';
 import { PG_SCHEMA_VERSION } from '../src/storage/postgres/start.js';
+import { PG_MIGRATIONS } from '../src/storage/postgres/migrations.js';
 import { SQLITE_SCHEMA_VERSION } from '../src/storage/sqlite/connection.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
 import { clusterSkip, createCluster, type Cluster } from './helpers/pg-cluster.js';
@@ -27,6 +28,9 @@ import {
   type TestDatabase,
 } from './helpers/postgres.js';
 import { startTestServer } from './helpers/server.js';
+
+/** The schema version before the newest migration (numbers may skip: migrations' header). */
+const PREVIOUS_VERSION = Math.max(...PG_MIGRATIONS.map((m) => m.version).filter((v) => v < PG_SCHEMA_VERSION));
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const pgSkip = await postgresSkipReason();
@@ -109,12 +113,11 @@ describe(
     test('a pending migration the role may not run is refused at start, naming both versions and roost migrate', async () => {
       // As an upgrade finds it: the newest migration not yet applied.
       await withClient(db.url, async (c) => {
-        await c.query('ALTER TABLE email_parts DROP CONSTRAINT email_parts_blob');
         await c.query('DELETE FROM schema_migrations WHERE version = $1', [PG_SCHEMA_VERSION]);
       });
       const appUrl = withUser(db.url, role);
       await assert.rejects(startTestServer('postgres', { reuse: { databaseUrl: appUrl } }), (error: Error) => {
-        assert.match(error.message, new RegExp(`schema is at version ${PG_SCHEMA_VERSION - 1}`));
+        assert.match(error.message, new RegExp(`schema is at version ${PREVIOUS_VERSION}`));
         assert.match(error.message, new RegExp(`needs version ${PG_SCHEMA_VERSION}`));
         assert.match(error.message, new RegExp(`role ${role} may not change the schema`));
         assert.match(error.message, /roost migrate/);
@@ -123,7 +126,7 @@ describe(
       const migrated = roostMigrate({ DATABASE_URL: db.url });
       assert.deepEqual(JSON.parse(migrated.stdout), {
         engine: 'postgres',
-        from: PG_SCHEMA_VERSION - 1,
+        from: PREVIOUS_VERSION,
         to: PG_SCHEMA_VERSION,
       });
       const server = await startTestServer('postgres', { reuse: { databaseUrl: appUrl } });
@@ -234,8 +237,10 @@ describe(
 
     /** Whether the engine's own connection is encrypted (pg_stat_ssl of its backend). */
     async function encrypted(storage: PostgresStorage): Promise<boolean> {
-      const engine = storage as unknown as { query(text: string): Promise<{ rows: Array<{ ssl: boolean }> }> };
-      return (await engine.query('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()')).rows[0].ssl;
+      const engine = storage as unknown as {
+        db: { query(text: string): Promise<{ rows: Array<{ ssl: boolean }> }> };
+      };
+      return (await engine.db.query('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()')).rows[0].ssl;
     }
 
     test('sslmode=require encrypts without verifying the certificate (as libpq)', async () => {

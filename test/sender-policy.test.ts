@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import twilio from 'twilio';
-import { RoostError } from '../src/core/errors.js';
+import { ServiceError } from '../src/core/errors.js';
 import { planSenderRequest, replayKey, unverifiedKey, type SenderPlan } from '../src/core/senders/policy.js';
 import { PROVIDER_NAMES, type SenderRequest, type SenderVerdict } from '../src/core/senders/provider.js';
 import { CLIENT_STATE_REPLACEMENT, microsoftGraphProvider } from '../src/core/senders/providers/microsoft-graph.js';
@@ -65,7 +65,7 @@ describe('the sender policy', () => {
     const plan = planSenderRequest(github, request({ method: 'GET' }), { kind: 'not_allowed' });
     assert.equal(plan.kind, 'refused');
     const { error } = plan;
-    assert.ok(error instanceof RoostError);
+    assert.ok(error instanceof ServiceError);
     assert.deepEqual([error.status, error.code, error.headers], [405, 'method_not_allowed', { Allow: 'POST' }]);
   });
 
@@ -123,7 +123,7 @@ describe('the sender policy', () => {
     const failed: SenderVerdict = { kind: 'event', verified: false, reason: 'mismatch', idempotencyKey: 'guid-1' };
     const refused = planSenderRequest(github, request({ body: eventShaped }), failed);
     assert.equal(refused.kind, 'refused');
-    assert.equal((refused as { error: RoostError }).error.code, 'signature_invalid');
+    assert.equal((refused as { error: ServiceError }).error.code, 'signature_invalid');
     assert.equal(refused.outcome, 'rejected');
     const lax = { provider: 'meta' as const, enforce: false };
     assert.equal(planSenderRequest(lax, request({ method: 'GET' }), failed).kind, 'refused');

@@ -2,7 +2,7 @@
 // the body's dedupe_key are checked here, and a key too long for the unique index is
 // stored as its digest.
 import { hash } from 'node:crypto';
-import { RoostError, invalidRequest } from './errors.js';
+import { errors } from './errors.js';
 import { DEDUPE_KEY_PATTERN, IDEMPOTENCY_KEY_MAX_LENGTH, IDEMPOTENCY_KEY_PATTERN } from './limits.js';
 
 /**
@@ -15,21 +15,17 @@ const STORED_KEY_MAX_BYTES = 1024;
 /** The effective key of a delivery (header, else body), or undefined; throws 400 on a bad one. */
 export function effectiveIdempotencyKey(header: string | undefined, body: string | undefined): string | undefined {
   if (header !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(header)) {
-    throw invalidRequest(
-      `The Idempotency-Key header must be 1–${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters or spaces.`,
-    );
+    throw errors.invalidRequest({
+      message: `The Idempotency-Key header must be 1–${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters or spaces.`,
+    });
   }
   if (body !== undefined && !DEDUPE_KEY_PATTERN.test(body)) {
-    throw invalidRequest(
-      `dedupe_key must be 1–${IDEMPOTENCY_KEY_MAX_LENGTH} characters of Unicode text without NUL (\\u0000) or lone surrogates.`,
-    );
+    throw errors.invalidRequest({
+      message: `dedupe_key must be 1–${IDEMPOTENCY_KEY_MAX_LENGTH} characters of Unicode text without NUL (\\u0000) or lone surrogates.`,
+    });
   }
   if (header !== undefined && body !== undefined && header !== body) {
-    throw new RoostError(
-      'idempotency_key_mismatch',
-      400,
-      'The Idempotency-Key header and the body field dedupe_key differ; send one, or the same value in both.',
-    );
+    throw errors.idempotencyKeyMismatch();
   }
   return header ?? body;
 }

@@ -3,7 +3,7 @@
 // wake-up shares, and the sender of an address opened with the server key.
 import type { Config } from '../config.js';
 import type { AddressRecord, Storage } from '../storage/storage.js';
-import { addressNotFound, forbidden, invalidRequest, RoostError, tooManyWaiters, unauthorized } from './errors.js';
+import { errors } from './errors.js';
 import { EVENT_CAPACITY, LIMIT_MAX, WAITER_RETRY_AFTER_SECONDS } from './limits.js';
 import type { Metrics } from './metrics.js';
 import { SecretKeyMismatch, type SecretBox } from './secret-box.js';
@@ -81,16 +81,16 @@ export class ServiceBase {
         : admitted === 'view'
           ? this.waiters.viewShare
           : this.config.maxWaitersPerIp;
-    throw tooManyWaiters(admitted, cap, WAITER_RETRY_AFTER_SECONDS);
+    throw errors.tooManyWaiters({ scope: admitted, limit: cap, retryAfterSeconds: WAITER_RETRY_AFTER_SECONDS });
   }
 
   /** The operator's lifetime cap (ROOST_MAX_TTL_SECONDS), at creation and on PATCH alike. */
   protected checkLifetimeCap(seconds: number): void {
     const cap = this.config.maxTtlSeconds;
     if (cap !== undefined && seconds > cap) {
-      throw invalidRequest(
-        `expires_in_seconds must be at most ${cap} on this service (its lifetime cap); got ${seconds}.`,
-      );
+      throw errors.invalidRequest({
+        message: `expires_in_seconds must be at most ${cap} on this service (its lifetime cap); got ${seconds}.`,
+      });
     }
   }
 
@@ -100,18 +100,18 @@ export class ServiceBase {
    */
   async authenticate(addressId: string, token: string | undefined, write?: string): Promise<AddressRecord> {
     const address = namesNothing(addressId) ? null : await this.storage.getAddress(addressId, this.now());
-    if (!address) throw addressNotFound();
-    if (token === undefined) throw unauthorized('Missing bearer token.');
+    if (!address) throw errors.addressNotFound();
+    if (token === undefined) throw errors.unauthorized({ why: 'Missing bearer token.' });
     const access = await this.accessOf(address, token);
-    if (access === null) throw unauthorized('The bearer token is not valid for this return address.');
-    if (access === 'view' && write !== undefined) throw forbidden(write);
+    if (access === null) throw errors.unauthorized({ why: 'The bearer token is not valid for this return address.' });
+    if (access === 'view' && write !== undefined) throw errors.forbidden({ what: write });
     return address;
   }
 
   /** A rotation or revocation wakes held polls: the old credential gets no more events. */
   protected async stillOpens(address: AddressRecord, token: string | undefined): Promise<void> {
     if ((await this.accessOf(address, token!)) === null)
-      throw unauthorized('The bearer token was rotated or revoked while the poll was held.');
+      throw errors.unauthorized({ why: 'The bearer token was rotated or revoked while the poll was held.' });
   }
 
   /** What `token` may do on this address now, or null when it opens nothing. */
@@ -123,7 +123,7 @@ export class ServiceBase {
   }
 
   protected box(): SecretBox {
-    if (!this.secretBox) throw new RoostError('unavailable', 503, 'Senders are not available on this server.');
+    if (!this.secretBox) throw errors.sendersUnavailable();
     return this.secretBox;
   }
 

@@ -2,7 +2,7 @@
 // that call them.
 import type { EventDeliveryResponse } from '../contract/schemas.js';
 import type { AckRecord, EmailPart, EventRecord } from '../storage/storage.js';
-import type { RoostError } from './errors.js';
+import type { ServiceError } from './errors.js';
 import type { SharedRead } from './waiters.js';
 
 export type Clock = () => number;
@@ -34,7 +34,7 @@ export type SenderOutcome =
   /** The provider's URL handshake, answered as given; nothing stored. */
   | { kind: 'handshake'; status: number; contentType: string; body: string }
   /** Refused (405, 401, or 503 when the server key cannot open the sender: keyMismatch); nothing stored. */
-  | { kind: 'refused'; error: RoostError; keyMismatch: boolean }
+  | { kind: 'refused'; error: ServiceError; keyMismatch: boolean }
   /** Stored, or found a duplicate. */
   | ({ kind: 'delivered' } & DeliveryResult);
 

@@ -1,8 +1,8 @@
 // The operations of the return-address service, written once. HTTP routes, the SMTP
 // server and the MCP tools call these; none of them talks to storage directly. Errors
-// are thrown as RoostError values and rendered by each transport. What every operation
-// stands on (authentication, waiter slots) is in service-base.ts; the shapes they take
-// and give are in service-types.ts.
+// are thrown as ServiceError values (made from the catalogue in errors.ts) and rendered by
+// each transport. What every operation stands on (authentication, waiter slots) is in
+// service-base.ts; the shapes they take and give are in service-types.ts.
 import type { Address, CreateAddress, CreateAddressResponse, Event } from '../contract/schemas.js';
 import type {
   CreateViewToken,
@@ -27,17 +27,7 @@ import type { PutSender, SenderResponse } from '../contract/sender-schemas.js';
 import type { SenderRequest } from './senders/provider.js';
 import { planSenderRequest } from './senders/policy.js';
 import { sealSender, toWireSender } from './senders/settings.js';
-import {
-  RoostError,
-  addressBytesFull,
-  addressNotFound,
-  eventNotFound,
-  inboxNotFound,
-  invalidRequest,
-  queueFull,
-  senderKeyMismatch,
-  senderNotFound,
-} from './errors.js';
+import { errors } from './errors.js';
 import { EVENT_CAPACITY, MAX_JSON_DEPTH, RETENTION_MS } from './limits.js';
 import {
   INGRESS_SECRET_PREFIX,
@@ -125,7 +115,7 @@ export class RoostService extends ServiceBase {
         },
       };
     }
-    throw new RoostError('internal_error', 500, 'Could not allocate a unique slug; retry.');
+    throw errors.slugExhausted();
   }
 
   // --- bearer-protected operations -----------------------------------------------------
@@ -136,7 +126,7 @@ export class RoostService extends ServiceBase {
 
   async deleteAddress(addressId: string, token: string | undefined): Promise<void> {
     await this.authenticate(addressId, token, 'delete it');
-    if (!(await this.storage.deleteAddress(addressId))) throw addressNotFound();
+    if (!(await this.storage.deleteAddress(addressId))) throw errors.addressNotFound();
     // Held polls and streams re-read, find the address gone and answer 404 / `gone`.
     this.waiters.wake(addressId);
   }
@@ -174,7 +164,7 @@ export class RoostService extends ServiceBase {
         if (!ticket || page.events.length > 0 || until <= this.now()) {
           ticket?.cancel();
           if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now())
-            throw addressNotFound();
+            throw errors.addressNotFound();
           return { records: page.events, hasMore: page.hasMore, after, latestSequence };
         }
         if (!release) {
@@ -190,7 +180,7 @@ export class RoostService extends ServiceBase {
           return { records: [], hasMore: false, after, latestSequence };
         const shared = outcome === 'woken' ? await ticket.read : undefined;
         if (shared) {
-          if (!shared.address) throw addressNotFound();
+          if (!shared.address) throw errors.addressNotFound();
           address = shared.address;
           await this.stillOpens(address, token);
           const slice = unacked ? null : sliceShared(shared, after, limit, maxBytes);
@@ -202,7 +192,7 @@ export class RoostService extends ServiceBase {
           }
         } else {
           const current = await this.storage.getAddress(addressId, this.now());
-          if (!current) throw addressNotFound();
+          if (!current) throw errors.addressNotFound();
           address = current;
           await this.stillOpens(address, token);
         }
@@ -231,7 +221,7 @@ export class RoostService extends ServiceBase {
     await this.authenticate(addressId, token, 'acknowledge events');
     const now = this.now();
     const record = namesNothing(eventId) ? null : await this.storage.ackEvent(addressId, eventId, now);
-    if (!record) throw eventNotFound();
+    if (!record) throw errors.eventNotFound();
     // Streams tell their readers (an `ack` message, docs/api.md §4.1); a repeat changes nothing.
     if (record.acknowledgedAt === now) this.waiters.wake(addressId);
     return { event: toWireEvent(record) };
@@ -263,7 +253,7 @@ export class RoostService extends ServiceBase {
     const readToken = newReadToken();
     const digest = digestSecret(readToken);
     if (!(await this.storage.replaceReadToken({ id: addressId, digest, now: this.now(), revokeViewTokens })))
-      throw addressNotFound();
+      throw errors.addressNotFound();
     this.waiters.wake(addressId);
     return { credentials: { read_token: readToken, note: CREDENTIALS_NOTE } };
   }
@@ -278,7 +268,7 @@ export class RoostService extends ServiceBase {
     const now = this.now();
     const previousUntil = graceSeconds > 0 ? now + graceSeconds * 1000 : null;
     if (!(await this.storage.replaceIngressSecret({ id: addressId, digest: digestSecret(secret), previousUntil, now })))
-      throw addressNotFound();
+      throw errors.addressNotFound();
     return { endpoints: { inbox_url: `${this.config.baseUrl}/api/v1/inbox/${addressId}/${secret}` } };
   }
 
@@ -302,13 +292,9 @@ export class RoostService extends ServiceBase {
     const max = this.config.maxViewTokens;
     switch (await this.storage.insertViewToken(record, max, now)) {
       case 'address_not_found':
-        throw addressNotFound();
+        throw errors.addressNotFound();
       case 'limit':
-        throw new RoostError(
-          'view_token_limit',
-          409,
-          `This return address holds ${max} view tokens, the most it may; revoke one (DELETE …/view-tokens/{id}) first.`,
-        );
+        throw errors.viewTokenLimit({ max });
       case 'ok':
         return { view_token: { ...toWireViewToken(record), token: viewToken } };
     }
@@ -323,7 +309,7 @@ export class RoostService extends ServiceBase {
   async revokeViewToken(addressId: string, token: string | undefined, tokenId: string): Promise<void> {
     await this.authenticate(addressId, token, 'manage view tokens');
     if (namesNothing(tokenId) || !(await this.storage.deleteViewToken(addressId, tokenId))) {
-      throw new RoostError('view_token_not_found', 404, 'This return address has no view token with this id.');
+      throw errors.viewTokenNotFound();
     }
     this.waiters.wake(addressId);
   }
@@ -335,7 +321,7 @@ export class RoostService extends ServiceBase {
   ): Promise<{ address: Address }> {
     await this.authenticate(addressId, token, 'change it');
     if (input.name === undefined && input.task_id === undefined && input.expires_in_seconds === undefined)
-      throw invalidRequest('Give at least one of name, task_id and expires_in_seconds.');
+      throw errors.invalidRequest({ message: 'Give at least one of name, task_id and expires_in_seconds.' });
     refuseNul('name', input.name);
     refuseNul('task_id', input.task_id);
     const now = this.now();
@@ -344,9 +330,9 @@ export class RoostService extends ServiceBase {
     if (input.task_id !== undefined) changes.taskId = input.task_id;
     if (input.expires_in_seconds === null) {
       if (this.config.maxTtlSeconds !== undefined) {
-        throw invalidRequest(
-          `expires_in_seconds cannot be null on this service: every address has a lifetime of at most ${this.config.maxTtlSeconds} s.`,
-        );
+        throw errors.invalidRequest({
+          message: `expires_in_seconds cannot be null on this service: every address has a lifetime of at most ${this.config.maxTtlSeconds} s.`,
+        });
       }
       changes.expiresAt = null;
     } else if (input.expires_in_seconds !== undefined) {
@@ -354,7 +340,7 @@ export class RoostService extends ServiceBase {
       changes.expiresAt = now + input.expires_in_seconds * 1000;
     }
     const updated = await this.storage.updateAddress(addressId, changes, now);
-    if (!updated) throw addressNotFound();
+    if (!updated) throw errors.addressNotFound();
     this.waiters.wake(addressId); // held polls and streams take the new expiry
     return { address: toWireAddress(updated) };
   }
@@ -365,20 +351,20 @@ export class RoostService extends ServiceBase {
     await this.authenticate(addressId, token, 'manage its sender');
     const now = this.now();
     const record = sealSender(addressId, input, this.box(), now);
-    if (!(await this.storage.putSender(record, now))) throw addressNotFound();
+    if (!(await this.storage.putSender(record, now))) throw errors.addressNotFound();
     return { sender: toWireSender(record) };
   }
 
   async getSender(addressId: string, token: string | undefined): Promise<SenderResponse> {
     await this.authenticate(addressId, token, 'manage its sender');
     const record = await this.storage.getSender(addressId);
-    if (!record) throw senderNotFound();
+    if (!record) throw errors.senderNotFound();
     return { sender: toWireSender(record) };
   }
 
   async clearSender(addressId: string, token: string | undefined): Promise<void> {
     await this.authenticate(addressId, token, 'manage its sender');
-    if (!(await this.storage.deleteSender(addressId))) throw senderNotFound();
+    if (!(await this.storage.deleteSender(addressId))) throw errors.senderNotFound();
   }
 
   /**
@@ -395,7 +381,7 @@ export class RoostService extends ServiceBase {
     if (sender === null) return { kind: 'no_sender' };
     if (sender === 'key_mismatch') {
       this.metrics.senderDeliveries.inc({ provider: 'unknown', outcome: 'unavailable' });
-      return { kind: 'refused', error: senderKeyMismatch(), keyMismatch: true };
+      return { kind: 'refused', error: errors.senderKeyMismatch(), keyMismatch: true };
     }
     const provider = sender.provider.name;
     const verdict = sender.provider.verify(request, sender.settings, this.now());
@@ -424,11 +410,11 @@ export class RoostService extends ServiceBase {
   async authorizeInbox(addressId: string, secret: string): Promise<AddressRecord> {
     const now = this.now();
     const address = namesNothing(addressId) ? null : await this.storage.getAddress(addressId, now);
-    if (!address || !secret.startsWith(INGRESS_SECRET_PREFIX)) throw inboxNotFound();
+    if (!address || !secret.startsWith(INGRESS_SECRET_PREFIX)) throw errors.inboxNotFound();
     if (secretMatches(secret, address.ingressSecretDigest)) return address;
     const { previousIngressDigest: previous, previousIngressUntil: until } = address;
     if (previous !== null && until !== null && until > now && secretMatches(secret, previous)) return address;
-    throw inboxNotFound();
+    throw errors.inboxNotFound();
   }
 
   /** The live address that owns an email local part (case-insensitive), or null. */
@@ -463,7 +449,7 @@ export class RoostService extends ServiceBase {
     const parts = id && input.partsFor ? input.partsFor(id) : input.parts;
     if (parts) for (const part of parts) refuseNul(`The filename of attachment ${part.part}`, part.filename);
     if (jsonDepthExceeds(data, MAX_JSON_DEPTH)) {
-      throw invalidRequest(`data is nested more than ${MAX_JSON_DEPTH} levels deep.`);
+      throw errors.invalidRequest({ message: `data is nested more than ${MAX_JSON_DEPTH} levels deep.` });
     }
     const result = await this.storage.appendEvent({
       event: {
@@ -492,13 +478,13 @@ export class RoostService extends ServiceBase {
         this.metrics.duplicates.inc();
         return { status: 200, body: { event: toWireEvent(result.event), duplicate: true } };
       case 'queue_full':
-        throw queueFull(60);
+        throw errors.queueFull({ retryAfterSeconds: 60 });
       case 'bytes_full':
         // The same code as a full count (the queue is full, by bytes); the metric tells them apart.
-        throw addressBytesFull(this.config.maxBytesPerAddress, 60);
+        throw errors.addressBytesFull({ maxBytes: this.config.maxBytesPerAddress, retryAfterSeconds: 60 });
       case 'address_not_found':
         // Deleted or expired between authorisation and the append.
-        throw transport === 'http' ? inboxNotFound() : addressNotFound();
+        throw transport === 'http' ? errors.inboxNotFound() : errors.addressNotFound();
     }
   }
 
@@ -513,12 +499,7 @@ export class RoostService extends ServiceBase {
     const found = namesNothing(eventId)
       ? null
       : await this.storage.getEmailPart(addressId, eventId, part === 'raw' ? RAW_EMAIL_PART : part);
-    if (!found)
-      throw new RoostError(
-        'event_not_found',
-        404,
-        'This return address has no event with this id, or it has no such part.',
-      );
+    if (!found) throw errors.emailPartNotFound();
     return found;
   }
 

@@ -2,14 +2,14 @@
 // a NUL in a field stored as text is refused before storage, on every path that writes one
 // (docs/api.md §6). `data` and `metadata` are stored as JSON text, where JSON.stringify
 // escapes a NUL: they may hold it.
-import { invalidRequest } from './errors.js';
+import { errors } from './errors.js';
 
 /** Throws 400 when `value` holds a NUL; `alternative` says what else the sender may do. */
 export function refuseNul(field: string, value: string | null | undefined, alternative?: string): void {
   if (value === null || value === undefined || !value.includes('\u0000')) return;
-  throw invalidRequest(
-    `${field} contains a NUL character (\\u0000), which cannot be stored; remove it${alternative ? `, ${alternative}` : ''}.`,
-  );
+  throw errors.invalidRequest({
+    message: `${field} contains a NUL character (\\u0000), which cannot be stored; remove it${alternative ? `, ${alternative}` : ''}.`,
+  });
 }
 
 /**

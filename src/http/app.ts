@@ -10,7 +10,7 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { unavailable } from '../core/errors.js';
+import { errors } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
 import type { RoostService } from '../core/service.js';
 import type { Waiters } from '../core/waiters.js';
@@ -131,7 +131,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', (request, reply, done) => {
     if (!shuttingDown) return done(repeatedIdempotencyKey(request));
     reply.header('Connection', 'close');
-    done(unavailable('The service is shutting down; retry shortly.'));
+    done(errors.unavailable({ message: 'The service is shutting down; retry shortly.' }));
   });
 
   // Bodies: Fastify collects the bytes (bounded by bodyLimit → 413); routes decode them.

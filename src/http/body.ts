@@ -3,7 +3,7 @@
 // `application/json` and `application/*+json` (415 otherwise), 400 `invalid_json` for
 // bytes that do not parse. Raw capture (docs/api.md §3.1) keeps the Buffer as it is.
 import type { FastifyRequest } from 'fastify';
-import { RoostError } from '../core/errors.js';
+import { errors } from '../core/errors.js';
 
 /** The media type without parameters, lower case; undefined when absent or blank. */
 export function mediaType(request: FastifyRequest): string | undefined {
@@ -36,23 +36,15 @@ export function decodeJsonBody(request: FastifyRequest, { optional }: { optional
   if (bytes.length === 0 && optional) return undefined;
   const acceptable = isJsonMediaType(type) || (optional && type === undefined);
   if (!acceptable) {
-    throw new RoostError(
-      'unsupported_media_type',
-      415,
-      `The body must be JSON sent with "Content-Type: application/json"${type ? `, not "${type}"` : ''}.`,
-    );
+    throw errors.jsonMediaTypeRequired({ type });
   }
   if (!charsetIsUtf8(request)) {
-    throw new RoostError(
-      'unsupported_media_type',
-      415,
-      'JSON bodies must be UTF-8: send "charset=utf-8" or no charset at all.',
-    );
+    throw errors.jsonCharsetRequired();
   }
-  if (bytes.length === 0) throw new RoostError('invalid_json', 400, 'The body is empty; send a JSON object.');
+  if (bytes.length === 0) throw errors.emptyBody();
   try {
     return JSON.parse(bytes.toString('utf8'));
   } catch (error) {
-    throw new RoostError('invalid_json', 400, `The body is not valid JSON (${(error as Error).message}).`);
+    throw errors.invalidJson({ reason: (error as Error).message });
   }
 }

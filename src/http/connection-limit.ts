@@ -1,9 +1,9 @@
 // The cap on open HTTP connections per peer address (ROOST_MAX_CONNECTIONS_PER_IP). It is
 // counted on sockets, before any request is parsed, so it keys by the TCP peer: behind a
 // reverse proxy that is the proxy itself, for all its clients together.
-import type { Server } from 'node:http';
+import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { RoostError } from '../core/errors.js';
+import { errors } from '../core/errors.js';
 
 /**
  * Answers a connection beyond the cap with 429 `too_many_connections` (in the Error shape,
@@ -34,13 +34,9 @@ export function limitConnectionsPerPeer(server: Server, max: number, onRefused: 
 }
 
 function refuse(socket: Socket, max: number): void {
-  const body = JSON.stringify(
-    new RoostError(
-      'too_many_connections',
-      429,
-      `This client address already has ${max} connections open; reuse one of them, or retry later.`,
-    ).toJSON(),
-  );
+  const refusal = errors.tooManyConnections({ max });
+  const body = JSON.stringify(refusal.toJSON());
+  const headers = Object.entries(refusal.headers).map(([name, value]) => `${name}: ${value}\r\n`);
   // The socket never reaches the HTTP parser: the answer is written here, then it is
   // closed. What the client sent is read and dropped, so that closing does not reset the
   // connection before the answer is read.
@@ -48,7 +44,7 @@ function refuse(socket: Socket, max: number): void {
   socket.resume();
   socket.setTimeout(1000, () => socket.destroy());
   socket.end(
-    `HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: 1\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n${headers.join('')}\r\n${body}`,
   );
 }

@@ -1,10 +1,10 @@
 // Renders every failure of the REST interface as {"error":{code,message}} (docs/api.md §6):
-// our RoostErrors, Fastify's validation and parsing errors, unknown routes (404), wrong
+// the core's ServiceErrors, Fastify's validation and parsing errors, unknown routes (404), wrong
 // methods (405) and crashes (500 without internals).
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { RoostError, fromStorage } from '../core/errors.js';
+import { ServiceError, errors, fromStorage } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
 import { redactUrl } from '../redact.js';
 
@@ -21,8 +21,8 @@ function fieldName(path: string | undefined, context: string | undefined): strin
   return field || (context === 'querystring' ? 'query' : context || 'body');
 }
 
-export function validationMessage(errors: AjvError[], context: string | undefined): string {
-  const first = errors[0] ?? {};
+export function validationMessage(issues: AjvError[], context: string | undefined): string {
+  const first = issues[0] ?? {};
   const params = first.params ?? {};
   const base = fieldName(first.instancePath, context);
   if (first.keyword === 'additionalProperties') {
@@ -34,28 +34,17 @@ export function validationMessage(errors: AjvError[], context: string | undefine
   return `Invalid ${base}: ${first.message ?? 'is not valid'}.`;
 }
 
-const FASTIFY_CODES: Record<string, { status: number; code: RoostError['code']; message: string }> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: {
-    status: 413,
-    code: 'payload_too_large',
-    message: 'The request body exceeds the size limit.',
-  },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
-    status: 415,
-    code: 'unsupported_media_type',
-    message: 'Unsupported Content-Type; send JSON.',
-  },
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
-    status: 400,
-    code: 'invalid_request',
-    message: 'Content-Length does not match the body.',
-  },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'invalid_json', message: 'The body is empty; send a JSON object.' },
-  FST_ERR_BAD_URL: { status: 400, code: 'invalid_request', message: 'The URL is malformed.' },
-  FST_ERR_ASYNC_CONSTRAINT: { status: 400, code: 'invalid_request', message: 'The request is malformed.' },
+/** Fastify's own refusals, as rows of the catalogue. */
+const FASTIFY_CODES: Record<string, (maxBodyBytes: number) => ServiceError> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: (maxBytes) => errors.payloadTooLarge({ maxBytes }),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => errors.contentTypeNotJson(),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => errors.contentLengthMismatch(),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => errors.emptyBody(),
+  FST_ERR_BAD_URL: () => errors.malformedUrl(),
+  FST_ERR_ASYNC_CONSTRAINT: () => errors.malformedRequest(),
 };
 
-export function sendError(reply: FastifyReply, error: RoostError): FastifyReply {
+export function sendError(reply: FastifyReply, error: ServiceError): FastifyReply {
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
   return reply.code(error.status).type('application/json; charset=utf-8').send(error.toJSON());
 }
@@ -110,25 +99,14 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
     const allowed = new Set<string>();
     for (const route of routes) if (route.pattern.test(path)) route.methods.forEach((m) => allowed.add(m));
     if (allowed.size > 0) {
-      reply.header('Allow', [...allowed].sort().join(', '));
-      return sendError(
-        reply,
-        new RoostError(
-          'method_not_allowed',
-          405,
-          `${request.method} is not allowed here; use ${[...allowed].sort().join(' or ')}.`,
-        ),
-      );
+      return sendError(reply, errors.methodNotAllowed({ method: request.method, allowed: [...allowed].sort() }));
     }
-    return sendError(
-      reply,
-      new RoostError('not_found', 404, `No route ${request.method} ${redactUrl(path)}. See /api/v1/openapi.json.`),
-    );
+    return sendError(reply, errors.routeNotFound({ method: request.method, path: redactUrl(path) }));
   });
 
   app.setErrorHandler((thrown: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const error = fromStorage(thrown);
-    if (error instanceof RoostError) {
+    if (error instanceof ServiceError) {
       // Storage that cannot be reached answers 503 `unavailable`: count it with the crashes.
       if (error.code === 'unavailable') {
         metrics.storageErrors.inc();
@@ -139,28 +117,17 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
     if (error.validation) {
       return sendError(
         reply,
-        new RoostError('invalid_request', 400, validationMessage(error.validation, error.validationContext)),
+        errors.invalidRequest({ message: validationMessage(error.validation, error.validationContext) }),
       );
     }
     const known = error.code ? FASTIFY_CODES[error.code] : undefined;
-    if (known) {
-      const message =
-        known.code === 'payload_too_large' ? `The request body exceeds the ${maxBodyBytes}-byte limit.` : known.message;
-      return sendError(reply, new RoostError(known.code, known.status, message));
-    }
+    if (known) return sendError(reply, known(maxBodyBytes));
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-      return sendError(reply, new RoostError('invalid_request', 400, 'The request is malformed.'));
+      return sendError(reply, errors.malformedRequest());
     }
     metrics.storageErrors.inc();
     request.log.error({ err: error }, 'request failed');
-    return sendError(
-      reply,
-      new RoostError(
-        'internal_error',
-        500,
-        'Something went wrong on our side; the request was not completed. Retry later.',
-      ),
-    );
+    return sendError(reply, errors.internalError({ what: 'request' }));
   });
 }
 
@@ -171,18 +138,10 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
  */
 export function renderFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    // Longer than any id or secret this service issues: nothing can live there.
-    sendError(
-      reply,
-      new RoostError(
-        'not_found',
-        404,
-        'Nothing exists at this path: one of its segments is longer than any identifier this service issues.',
-      ),
-    );
+    sendError(reply, errors.segmentTooLong());
     return;
   }
-  sendError(reply, new RoostError('invalid_request', 400, 'The URL is malformed; check its percent-encoding.'));
+  sendError(reply, errors.malformedUrlEncoding());
 }
 
 /**
@@ -192,18 +151,19 @@ export function renderFrameworkError(error: FastifyError, _request: FastifyReque
  */
 export function renderClientError(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, message] =
+  const refusal =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? [408, 'The request was not received in time.']
+      ? errors.requestTimeout()
       : error.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'The request line and headers exceed the size limit.']
-        : [400, 'The request is not valid HTTP/1.1 (method, request line, headers or body framing).'];
-  const body = JSON.stringify(new RoostError('invalid_request', status, message).toJSON());
+        ? errors.headersTooLarge()
+        : errors.invalidHttp();
+  const body = JSON.stringify(refusal.toJSON());
+  const headers = Object.entries(refusal.headers).map(([name, value]) => `${name}: ${value}\r\n`);
   const pending = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   if (socket.writable && !pending?.headersSent) {
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n${headers.join('')}\r\n${body}`,
     );
   }
   socket.destroy(error);

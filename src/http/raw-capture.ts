@@ -4,7 +4,7 @@
 // to a readable form of them. The event then takes the one deliver path like any other.
 import type { IncomingHttpHeaders } from 'node:http';
 import { TextDecoder } from 'node:util';
-import { invalidRequest } from '../core/errors.js';
+import { errors } from '../core/errors.js';
 import { MAX_JSON_DEPTH } from '../core/limits.js';
 import { jsonDepthExceeds } from '../core/json-depth.js';
 import type { DeliveryInput } from '../core/service.js';
@@ -57,9 +57,9 @@ export function isEventTypeName(type: unknown): type is string {
 export function senderCaptureType(query: RawQuery): string {
   if (query.type === undefined) return RAW_EVENT_TYPE;
   if (!isEventTypeName(query.type))
-    throw invalidRequest(
-      `Invalid query parameter "type": it must be given once, 1–${MAX_TYPE_LENGTH} characters without control characters.`,
-    );
+    throw errors.invalidRequest({
+      message: `Invalid query parameter "type": it must be given once, 1–${MAX_TYPE_LENGTH} characters without control characters.`,
+    });
   return query.type;
 }
 
@@ -71,17 +71,21 @@ export function rawCaptureType(query: RawQuery): string | undefined {
   const { raw, type } = query;
   if (raw === undefined) {
     if (type !== undefined)
-      throw invalidRequest('Invalid query parameter "type": it is only used with raw=1 (raw capture).');
+      throw errors.invalidRequest({
+        message: 'Invalid query parameter "type": it is only used with raw=1 (raw capture).',
+      });
     return undefined;
   }
   if (raw !== '1' && raw !== 'true') {
-    throw invalidRequest('Invalid query parameter "raw": use raw=1 to store the request as sent, or leave it out.');
+    throw errors.invalidRequest({
+      message: 'Invalid query parameter "raw": use raw=1 to store the request as sent, or leave it out.',
+    });
   }
   if (type === undefined) return RAW_EVENT_TYPE;
   if (!isEventTypeName(type)) {
-    throw invalidRequest(
-      `Invalid query parameter "type": it must be given once, 1–${MAX_TYPE_LENGTH} characters without control characters.`,
-    );
+    throw errors.invalidRequest({
+      message: `Invalid query parameter "type": it must be given once, 1–${MAX_TYPE_LENGTH} characters without control characters.`,
+    });
   }
   return type;
 }

@@ -14,7 +14,7 @@ import {
   type ListToolsResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { RoostError, fromStorage, invalidRequest } from '../core/errors.js';
+import { ServiceError, errors, fromStorage } from '../core/errors.js';
 import { PRODUCT } from '../config.js';
 import { BOUND_TOOLS, SERVICE_TOOLS, type RoostTool, type ToolContext } from './tools.js';
 
@@ -83,21 +83,21 @@ export function paramsProblem(method: string, request: unknown): string | undefi
  * no structuredContent: the SDK client checks structuredContent against the tool's
  * (success) outputSchema even on errors, and would throw instead of returning the error.
  */
-function failure(error: RoostError): CallToolResult {
+function failure(error: ServiceError): CallToolResult {
   return { content: [{ type: 'text', text: `${error.code}: ${error.message}` }], isError: true };
 }
 
 /** The first problem with a tool's arguments, worded as the REST 400s are (docs/api.md §6). */
-function argumentError(error: z.ZodError, args: Record<string, unknown>): RoostError {
+function argumentError(error: z.ZodError, args: Record<string, unknown>): ServiceError {
   const issue = error.issues[0];
   const field = issue.path.map(String).join('.');
   if (issue.code === 'unrecognized_keys') {
-    return invalidRequest(`Unknown argument "${issue.keys[0]}": this tool does not take it.`);
+    return errors.invalidRequest({ message: `Unknown argument "${issue.keys[0]}": this tool does not take it.` });
   }
   if (issue.code === 'invalid_type' && issue.path.length === 1 && args[field] === undefined) {
-    return invalidRequest(`Missing required argument "${field}".`);
+    return errors.invalidRequest({ message: `Missing required argument "${field}".` });
   }
-  return invalidRequest(`Invalid argument "${field || 'arguments'}": ${issue.message}.`);
+  return errors.invalidRequest({ message: `Invalid argument "${field || 'arguments'}": ${issue.message}.` });
 }
 
 async function callTool(
@@ -115,15 +115,9 @@ async function callTool(
     return success(outcome.structured);
   } catch (thrown) {
     const error = fromStorage(thrown);
-    if (error instanceof RoostError) return failure(error);
+    if (error instanceof ServiceError) return failure(error);
     context.onInternalError(error);
-    return failure(
-      new RoostError(
-        'internal_error',
-        500,
-        'Something went wrong on our side; the call was not completed. Retry later.',
-      ),
-    );
+    return failure(errors.internalError({ what: 'call' }));
   }
 }
 

@@ -3,7 +3,7 @@
 // and result schemas and annotations. No second implementation.
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { RoostError, invalidRequest, rateLimited, unauthorized } from '../core/errors.js';
+import { ServiceError, errors } from '../core/errors.js';
 import { EVENT_CAPACITY } from '../core/limits.js';
 import type { ListOptions, RoostService } from '../core/service.js';
 import { bearerToken, toPage } from '../core/wire.js';
@@ -83,21 +83,23 @@ async function resolveTarget(
 ): Promise<{ addressId: string; token: string | undefined }> {
   const bound = context.boundAddressId;
   if (bound !== undefined && args.address_id !== undefined && args.address_id !== bound) {
-    throw invalidRequest(`address_id: this MCP endpoint is bound to ${bound}; omit address_id or pass that id.`);
+    throw errors.invalidRequest({
+      message: `address_id: this MCP endpoint is bound to ${bound}; omit address_id or pass that id.`,
+    });
   }
   const addressId = bound ?? args.address_id;
-  if (addressId === undefined) throw invalidRequest('Missing required argument "address_id".');
+  if (addressId === undefined) throw errors.invalidRequest({ message: 'Missing required argument "address_id".' });
   const header = bearerToken(context.authorization);
   if (header !== undefined && args.read_token !== undefined && header !== args.read_token) {
     // docs/api.md §5's order still holds: an unknown address answers 404 before any 401.
     try {
       await context.service.authenticate(addressId, undefined);
     } catch (error) {
-      if (!(error instanceof RoostError) || error.code !== 'unauthorized') throw error;
+      if (!(error instanceof ServiceError) || error.code !== 'unauthorized') throw error;
     }
-    throw unauthorized(
-      'The Authorization header and the read_token argument carry different tokens; send one of them, or the same token in both.',
-    );
+    throw errors.unauthorized({
+      why: 'The Authorization header and the read_token argument carry different tokens; send one of them, or the same token in both.',
+    });
   }
   return { addressId, token: header ?? args.read_token };
 }
@@ -131,7 +133,7 @@ const createTool = defineTool({
   annotations: writes({ destructive: false, idempotent: false }),
   async admit(context) {
     const bucket = await context.service.takeCreateToken(context.clientIp);
-    if (!bucket.allowed) throw rateLimited(bucket.retryAfterMs);
+    if (!bucket.allowed) throw errors.rateLimited({ retryAfterMs: bucket.retryAfterMs });
   },
   async run(args, context) {
     return { structured: await context.service.createAddress(args) };
@@ -224,9 +226,9 @@ const ackTool = addressTool({
   annotations: writes({ destructive: false, idempotent: true }),
   call({ addressId, token }, args, context) {
     if ((args.event_id === undefined) === (args.up_to_sequence === undefined)) {
-      throw invalidRequest(
-        'Give exactly one of event_id (one event) or up_to_sequence (every event up to that sequence).',
-      );
+      throw errors.invalidRequest({
+        message: 'Give exactly one of event_id (one event) or up_to_sequence (every event up to that sequence).',
+      });
     }
     return args.event_id !== undefined
       ? context.service.ackEvent(addressId, token, args.event_id)

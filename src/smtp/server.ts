@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../config.js';
-import { RoostError, fromStorage } from '../core/errors.js';
+import { ServiceError, fromStorage } from '../core/errors.js';
 import { EVENT_CAPACITY } from '../core/limits.js';
 import type { Metrics } from '../core/metrics.js';
 import type { RoostService } from '../core/service.js';
@@ -52,6 +52,8 @@ export interface RunningSmtp {
   port: number;
   /** Workers stopped for running over their deadline (for tests and diagnostics). */
   readonly terminations: number;
+  /** Workers parsing a message now (for tests and diagnostics). */
+  readonly parsing: number;
   close(): Promise<void>;
 }
 
@@ -63,7 +65,7 @@ interface Deps {
   metrics?: Metrics;
 }
 
-const isTransient = (err: unknown) => !(err instanceof RoostError) || err.status >= 500;
+const isTransient = (err: unknown) => !(err instanceof ServiceError) || err.status >= 500;
 
 const clientIp = (session: SMTPServerSession) => session.remoteAddress.replace(/^::ffff:/, '');
 
@@ -263,7 +265,7 @@ export async function startSmtpServer(
           } catch (thrown) {
             // The postmaster's address being full or gone is no reason to refuse: the directory keeps it.
             const err = fromStorage(thrown);
-            const lost = err instanceof RoostError && ['address_not_found', 'queue_full'].includes(err.code);
+            const lost = err instanceof ServiceError && ['address_not_found', 'queue_full'].includes(err.code);
             if (target.kind === 'address' || !lost) throw thrown;
           }
         }
@@ -274,8 +276,8 @@ export async function startSmtpServer(
         log.info({ path, bytes: length, envelope_to: recipient }, 'postmaster mail kept');
       } catch (thrown) {
         const err = fromStorage(thrown);
-        if (err instanceof RoostError && err.code === 'address_not_found') continue;
-        if (err instanceof RoostError && err.code === 'queue_full') {
+        if (err instanceof ServiceError && err.code === 'address_not_found') continue;
+        if (err instanceof ServiceError && err.code === 'queue_full') {
           // Filled between RCPT and DATA. The whole message is refused for now; recipients
           // that did take it get it again on the retry unless it has a Message-ID.
           queueFull = true;
@@ -393,6 +395,9 @@ export async function startSmtpServer(
     port: actualPort,
     get terminations() {
       return processor.terminations;
+    },
+    get parsing() {
+      return processor.parsing;
     },
     close: () =>
       (closing ??= (async () => {

@@ -3,7 +3,7 @@
 // store nothing), refuse, or store one event under a key a replay cannot change. Pure: the
 // service carries the plan out, and every transport gets the same answer.
 import { hash } from 'node:crypto';
-import { RoostError, signatureInvalid } from '../errors.js';
+import { errors, type ServiceError } from '../errors.js';
 import { IDEMPOTENCY_KEY_PATTERN } from '../limits.js';
 import type { ProviderName, SenderRequest, SenderVerdict, VerificationFailure } from './provider.js';
 
@@ -24,7 +24,7 @@ export type SenderPlan =
   /** Answered as given; nothing is stored, whatever body or query rides with it. */
   | { kind: 'handshake'; outcome: 'handshake'; status: number; contentType: string; body: string }
   /** Refused with this error; nothing is stored. */
-  | { kind: 'refused'; outcome: 'not_allowed' | 'rejected'; error: RoostError }
+  | { kind: 'refused'; outcome: 'not_allowed' | 'rejected'; error: ServiceError }
   /** One event: the provider's type (undefined: the inbox's default), under `key`, of `body`. */
   | {
       kind: 'store';
@@ -72,9 +72,7 @@ export function planSenderRequest(sender: SenderPolicy, request: SenderRequest, 
       return {
         kind: 'refused',
         outcome: 'not_allowed',
-        error: new RoostError('method_not_allowed', 405, `This inbox takes ${provider} deliveries by POST.`, {
-          Allow: 'POST',
-        }),
+        error: errors.inboxTakesPost({ provider }),
       };
   }
   const body = verdict.storedBody ?? request.body;
@@ -92,7 +90,7 @@ export function planSenderRequest(sender: SenderPolicy, request: SenderRequest, 
   // A read is only ever a handshake: one that failed (a wrong Meta verify token) is refused
   // whatever `enforce` says, so that no GET is stored as an event.
   if (sender.enforce || request.method === 'GET' || request.method === 'HEAD')
-    return { kind: 'refused', outcome: 'rejected', error: signatureInvalid(verdict.reason) };
+    return { kind: 'refused', outcome: 'rejected', error: errors.signatureInvalid({ reason: verdict.reason }) };
   const key = usableKey(verdict.idempotencyKey) ?? request.headers['idempotency-key'];
   return {
     kind: 'store',

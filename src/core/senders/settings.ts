@@ -2,7 +2,7 @@
 // the way in, opened for the inbox, shown without a secret on the way out.
 import type { Sender, PutSender } from '../../contract/sender-schemas.js';
 import type { SenderRecord } from '../../storage/storage.js';
-import { invalidRequest } from '../errors.js';
+import { errors } from '../errors.js';
 import { isoTime } from '../iso-time.js';
 import { SENDER_TOLERANCE_DEFAULT_SECONDS } from '../limits.js';
 import type { SecretBox } from '../secret-box.js';
@@ -24,16 +24,20 @@ const verifyTokenContext = (addressId: string) => `sender-verify-token:${address
 export function sealSender(addressId: string, input: PutSender, box: SecretBox, now: number): SenderRecord {
   const { provider } = input;
   if (input.verify_token !== undefined && provider !== 'meta')
-    throw invalidRequest('verify_token is only for the provider meta.');
+    throw errors.invalidRequest({ message: 'verify_token is only for the provider meta.' });
   if (provider === 'meta' && input.verify_token === undefined)
-    throw invalidRequest('The provider meta needs verify_token: the token its subscription handshake presents.');
+    throw errors.invalidRequest({
+      message: 'The provider meta needs verify_token: the token its subscription handshake presents.',
+    });
   const hmacFields = (['header', 'encoding', 'prefix'] as const).filter((field) => input[field] !== undefined);
   if (provider !== 'hmac_sha256' && hmacFields.length > 0)
-    throw invalidRequest(`${hmacFields.join(', ')}: only for the provider hmac_sha256.`);
+    throw errors.invalidRequest({ message: `${hmacFields.join(', ')}: only for the provider hmac_sha256.` });
   let options: HmacSettings | null = null;
   if (provider === 'hmac_sha256') {
     if (input.header === undefined)
-      throw invalidRequest('The provider hmac_sha256 needs header: the name of the header that carries the signature.');
+      throw errors.invalidRequest({
+        message: 'The provider hmac_sha256 needs header: the name of the header that carries the signature.',
+      });
     options = { header: input.header.toLowerCase(), encoding: input.encoding ?? 'hex', prefix: input.prefix ?? '' };
   }
   return {

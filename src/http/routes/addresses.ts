@@ -1,7 +1,7 @@
 // POST /api/v1/addresses (create, rate-limited), GET, PATCH and DELETE /api/v1/addresses/{id}.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { rateLimited } from '../../core/errors.js';
+import { errors } from '../../core/errors.js';
 import {
   AddressResponseSchema,
   CreateAddressResponseSchema,
@@ -35,7 +35,7 @@ export async function addressRoutes(app: FastifyInstance): Promise<void> {
       reply.header('RateLimit-Limit', app.roost.config.createRate.limit);
       reply.header('RateLimit-Remaining', bucket.remaining);
       reply.header('RateLimit-Reset', Math.ceil(bucket.resetMs / 1000));
-      if (!bucket.allowed) throw rateLimited(bucket.retryAfterMs);
+      if (!bucket.allowed) throw errors.rateLimited({ retryAfterMs: bucket.retryAfterMs });
     },
     preValidation: async (request) => {
       const body = decodeJsonBody(request, { optional: true });

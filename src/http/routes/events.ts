@@ -2,7 +2,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { invalidRequest, tooManyWaiters } from '../../core/errors.js';
+import { errors } from '../../core/errors.js';
 import { WAITER_RETRY_AFTER_SECONDS } from '../../core/limits.js';
 import { pageJsonInParts } from '../../core/wire.js';
 import { dropWhenStalled } from '../stall-watch.js';
@@ -60,18 +60,19 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
         for (const name of QUERY_INTEGERS) {
           const value = query[name];
           if (value !== undefined && (typeof value !== 'string' || !/^\d{1,16}$/.test(value))) {
-            throw invalidRequest(
-              `Invalid query parameter "${name}": it must be a non-negative whole number written in decimal digits.`,
-            );
+            throw errors.invalidRequest({
+              message: `Invalid query parameter "${name}": it must be a non-negative whole number written in decimal digits.`,
+            });
           }
         }
         const flag = query.unacked;
         if (flag !== undefined) {
           const value = typeof flag === 'string' ? QUERY_FLAGS.get(flag) : undefined;
           if (value === undefined)
-            throw invalidRequest(
-              'Invalid query parameter "unacked": use unacked=1 (or true) for unacknowledged events only, or unacked=0 (or false) for all.',
-            );
+            throw errors.invalidRequest({
+              message:
+                'Invalid query parameter "unacked": use unacked=1 (or true) for unacknowledged events only, or unacked=0 (or false) for all.',
+            });
           query.unacked = value;
         }
       },
@@ -93,7 +94,11 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
         const release = waiters.admitClient(request.ip);
         if (!release) {
           metrics.waitersRefused.inc({ limit: 'client' });
-          throw tooManyWaiters('client', config.maxWaitersPerIp, WAITER_RETRY_AFTER_SECONDS);
+          throw errors.tooManyWaiters({
+            scope: 'client',
+            limit: config.maxWaitersPerIp,
+            retryAfterSeconds: WAITER_RETRY_AFTER_SECONDS,
+          });
         }
         reply.raw.once('close', release);
         dropWhenStalled(reply.raw, config.slowReaderTimeoutMs, () => {

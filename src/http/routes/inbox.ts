@@ -3,7 +3,7 @@
 // sender set, every request as sent, verified with the provider's scheme (§3.2).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { RoostError } from '../../core/errors.js';
+import { ServiceError, errors } from '../../core/errors.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../core/limits.js';
 import type { DeliveryInput, RoostService } from '../../core/service.js';
 import { CreateEventSchema, EventDeliveryResponseSchema } from '../../contract/schemas.js';
@@ -42,7 +42,7 @@ const InboxQuerySchema = Type.Object({
 });
 
 /** Bodies that could not be decoded, answered only once the inbox URL proved valid. */
-const undecodable = new WeakMap<FastifyRequest, RoostError>();
+const undecodable = new WeakMap<FastifyRequest, ServiceError>();
 /**
  * The exact bytes of a body decoded as JSON, which an inbox with a sender verifies and keeps
  * (docs/api.md §3.2): a request decoration, declared up front, so that keeping them costs a
@@ -67,8 +67,7 @@ export const OWN_PAYLOAD_HINT =
   'To deliver a payload of your own shape, put it in "data" ({"data": {...}}), ' +
   'or POST it to this inbox URL with ?raw=1, which stores any body exactly as sent.';
 
-const withHint = (error: RoostError) =>
-  new RoostError(error.code, error.status, `${error.message} ${OWN_PAYLOAD_HINT}`, error.headers);
+const withHint = (error: ServiceError) => error.withSuffix(OWN_PAYLOAD_HINT);
 
 /** Validation failures about the body's shape as a whole (not a bad value in a known field). */
 function isShapeError(error: { validation?: Array<{ keyword?: string; instancePath?: string }> }): boolean {
@@ -133,7 +132,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
           request.body = decodeJsonBody(request, { optional: false }) as DeliveryInput;
         } catch (error) {
           // Like validation errors, undecodable bodies (400, 415) wait for the inbox check.
-          if (!(error instanceof RoostError)) return done(error as Error);
+          if (!(error instanceof ServiceError)) return done(error as Error);
           undecodable.set(request, error);
           request.body = {};
         }
@@ -164,11 +163,9 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
     if (rawType !== undefined) return captureRequest(request, rawBody(request), rawType, droppedHeader);
     if (request.validationError) {
       const error = request.validationError as Error & { validation?: []; validationContext?: string };
-      const refusal = new RoostError(
-        'invalid_request',
-        400,
-        validationMessage(error.validation ?? [], error.validationContext),
-      );
+      const refusal = errors.invalidRequest({
+        message: validationMessage(error.validation ?? [], error.validationContext),
+      });
       throw isShapeError(error) ? withHint(refusal) : refusal;
     }
     return request.body;
@@ -199,7 +196,7 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
         const outcome = await receiveFromSender(request, address, Buffer.alloc(0));
         if (outcome.kind !== 'no_sender') return senderAnswer(request, reply, outcome);
       }
-      throw new RoostError('method_not_allowed', 405, 'This inbox takes deliveries by POST.', { Allow: 'POST' });
+      throw errors.inboxTakesPost();
     },
   });
 }

@@ -7,7 +7,7 @@
 // below keep it from running anything but its own script.
 import { existsSync, readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { RoostError } from '../../core/errors.js';
+import { errors } from '../../core/errors.js';
 
 /** dist/web, from src/http/routes (tests through tsx) as from dist/http/routes (the build). */
 const WEB_DIR = new URL('../../../dist/web/', import.meta.url);
@@ -125,8 +125,7 @@ function loadBuiltPage(): { html: string; assets: Map<string, Asset> } | undefin
 
 export async function inspectRoutes(app: FastifyInstance): Promise<void> {
   const built = loadBuiltPage();
-  const notBuilt = () =>
-    new RoostError('unavailable', 503, 'The inspector page is not built on this server; run "npm run build".');
+  const notBuilt = () => errors.inspectorNotBuilt();
 
   app.get('/', { schema: { hide: true } }, async (_request, reply) =>
     setSecurityHeaders(reply)
@@ -148,7 +147,7 @@ export async function inspectRoutes(app: FastifyInstance): Promise<void> {
   // Only the files of the manifest are served: a name is a key, never a path.
   app.get<{ Params: { file: string } }>('/assets/:file', { schema: { hide: true } }, async (request, reply) => {
     const asset = built?.assets.get(request.params.file);
-    if (!asset) throw new RoostError('not_found', 404, 'No such asset.');
+    if (!asset) throw errors.assetNotFound();
     return setSecurityHeaders(reply)
       .header('cache-control', 'public, max-age=31536000, immutable')
       .type(asset.type)

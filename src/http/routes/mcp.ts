@@ -6,7 +6,7 @@
 // a 5xx for a client's mistake (docs/api.md §6, last paragraph).
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { RoostError } from '../../core/errors.js';
+import { ServiceError, errors } from '../../core/errors.js';
 import { HeldCalls, callerKey } from '../../mcp/held-calls.js';
 import { cancelledIds, envelopeProblem, singleRequest, type JsonRpcId } from '../../mcp/jsonrpc.js';
 import { originPolicy, type OriginPolicy } from '../../mcp/origins.js';
@@ -81,12 +81,12 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
 
   // Failures before the SDK is reached (the body limit, mostly) in JSON-RPC form.
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof RoostError && error.code === 'unavailable') {
+    if (error instanceof ServiceError && error.code === 'unavailable') {
       // Shutting down (http/app.ts): tell the client to retry, in JSON-RPC form.
       return jsonRpcError(reply, 503, SERVER_ERROR, error.message, error.headers);
     }
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return jsonRpcError(reply, 413, SERVER_ERROR, `The request body exceeds the ${config.maxBodyBytes}-byte limit.`);
+      return jsonRpcError(reply, 413, SERVER_ERROR, errors.payloadTooLarge({ maxBytes: config.maxBodyBytes }).message);
     }
     if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
       return jsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: the HTTP request is malformed.');

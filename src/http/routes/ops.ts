@@ -1,6 +1,6 @@
 // Operations endpoints (docs/api.md §9): liveness, readiness, Prometheus metrics, OpenAPI.
 import type { FastifyInstance } from 'fastify';
-import { unavailable } from '../../core/errors.js';
+import { errors } from '../../core/errors.js';
 import { sendError } from '../errors.js';
 
 /**
@@ -28,14 +28,11 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
     try {
       await pingWithin(() => storage.ping(), READY_WITHIN_MS);
     } catch {
-      return sendError(reply, unavailable(`Storage (${storage.engine}) is not reachable.`));
+      return sendError(reply, errors.notReady({ engine: storage.engine }));
     }
     // A reachable database whose wake-ups do not arrive leaves polls held here waiting.
     if (storage.wakeupsArriving === false)
-      return sendError(
-        reply,
-        unavailable(`Storage (${storage.engine}) is reachable, but wake-ups from other instances are not arriving.`),
-      );
+      return sendError(reply, errors.wakeupsNotArriving({ engine: storage.engine }));
     return { status: 'ready', storage: storage.engine };
   });
 

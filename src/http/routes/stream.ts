@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { addressNotFound, invalidRequest, unauthorized } from '../../core/errors.js';
+import { errors } from '../../core/errors.js';
 import { eventJsonParts } from '../../core/event-json.js';
 import { isoTime } from '../../core/iso-time.js';
 import { textSlices } from '../../core/wire.js';
@@ -158,11 +158,13 @@ class SseStream {
       if (this.ended) return;
       if (page === 'gone') {
         // `data` is required for EventSource to dispatch the event at all.
-        await this.send(`event: gone\ndata: ${JSON.stringify(addressNotFound().toJSON())}\n\n`);
+        await this.send(`event: gone\ndata: ${JSON.stringify(errors.addressNotFound().toJSON())}\n\n`);
         return this.end();
       }
       if (page === 'revoked') {
-        const error = unauthorized('The bearer token was rotated or revoked while the stream was open.');
+        const error = errors.unauthorized({
+          why: 'The bearer token was rotated or revoked while the stream was open.',
+        });
         await this.send(`event: revoked\ndata: ${JSON.stringify(error.toJSON())}\n\n`);
         return this.end();
       }
@@ -299,9 +301,10 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
       preValidation: async (request) => {
         const after = (request.query as Record<string, unknown>).after;
         if (after !== undefined && (typeof after !== 'string' || !DIGITS.test(after))) {
-          throw invalidRequest(
-            'Invalid query parameter "after": it must be a non-negative whole number written in decimal digits.',
-          );
+          throw errors.invalidRequest({
+            message:
+              'Invalid query parameter "after": it must be a non-negative whole number written in decimal digits.',
+          });
         }
         const lastEventId = request.headers['last-event-id'];
         if (
@@ -309,9 +312,9 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
           lastEventId !== '' &&
           (typeof lastEventId !== 'string' || !DIGITS.test(lastEventId) || !Number.isSafeInteger(Number(lastEventId)))
         ) {
-          throw invalidRequest(
-            'Invalid Last-Event-ID header: it must be the id (a sequence number) of a message of this stream.',
-          );
+          throw errors.invalidRequest({
+            message: 'Invalid Last-Event-ID header: it must be the id (a sequence number) of a message of this stream.',
+          });
         }
       },
       handler: async (request, reply) => {
