@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import twilio from 'twilio';
 import { ServiceError } from '../src/core/errors.js';
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../src/core/limits.js';
 import { planSenderRequest, replayKey, unverifiedKey, type SenderPlan } from '../src/core/senders/policy.js';
 import { PROVIDER_NAMES, type SenderRequest, type SenderVerdict } from '../src/core/senders/provider.js';
 import { CLIENT_STATE_REPLACEMENT, microsoftGraphProvider } from '../src/core/senders/providers/microsoft-graph.js';
@@ -101,7 +102,7 @@ describe('the sender policy', () => {
       planSenderRequest({ provider: 'stripe', enforce: true }, request({ body }), {
         kind: 'event',
         verified: true,
-        idempotencyKey: 'e'.repeat(256),
+        idempotencyKey: 'e'.repeat(IDEMPOTENCY_KEY_MAX_LENGTH + 1),
         keySigned: true,
       }),
     );
