@@ -3,6 +3,32 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// Comments cite what a reader of the repository can open: its own docs, RFCs, vendors'
+// public pages; not working notes kept elsewhere.
+const OUTSIDE_DOCUMENT =
+  /\b(?:CONTRACT|DESIGN|STACK)(?:\.md\b|\s*§)|\bspec\/return-address-service|\/work\/|\bthe specification \(§/;
+const roost = {
+  rules: {
+    'no-outside-citations': {
+      meta: {
+        type: 'problem',
+        schema: [],
+        messages: { outside: 'A comment cites "{{ text }}", a document outside the repository.' },
+      },
+      create(context) {
+        return {
+          Program() {
+            for (const comment of context.sourceCode.getAllComments()) {
+              const match = OUTSIDE_DOCUMENT.exec(comment.value);
+              if (match) context.report({ loc: comment.loc, messageId: 'outside', data: { text: match[0] } });
+            }
+          },
+        };
+      },
+    },
+  },
+};
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/'] },
   js.configs.recommended,
@@ -29,6 +55,15 @@ export default tseslint.config(
         'error',
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
       ],
+    },
+  },
+  {
+    // One module, one concern: past 600 lines a module of src/ is split (README.md § Layout).
+    files: ['src/**/*.ts', 'src/**/*.tsx'],
+    plugins: { roost },
+    rules: {
+      'max-lines': ['error', { max: 600, skipBlankLines: false, skipComments: false }],
+      'roost/no-outside-citations': 'error',
     },
   },
   {

@@ -37,5 +37,5 @@ export type {
   EventDeliveryResponse,
   ErrorBody,
   ListEventsQuery,
-} from './schemas.js';
-export type { PutSender, Sender, SenderResponse } from './sender-schemas.js';
+} from './contract/schemas.js';
+export type { PutSender, Sender, SenderResponse } from './contract/sender-schemas.js';

@@ -36,8 +36,8 @@ export type {
   EventDeliveryResponse,
   ErrorBody,
   ListEventsQuery,
-} from './schemas.js';
-export type { PutSender, Sender, SenderResponse } from './sender-schemas.js';
+} from './contract/schemas.js';
+export type { PutSender, Sender, SenderResponse } from './contract/sender-schemas.js';
 
 export { startRoost, type RunningRoost, type StartOptions } from './server.js';
 export { loadConfig, ConfigError, ENV_VARS, type Config } from './config.js';

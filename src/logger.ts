@@ -35,9 +35,8 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       // error echoing a header — nothing shaped like a secret leaves the process.
       hooks: { streamWrite: scrubSecrets },
     },
-    // stdout in blocks of 8 KiB, and at least every 100 ms: a write(2) per line was a large
-    // share of the event loop under ingest. Buffered lines are written at exit; a SIGKILL
-    // can lose the last 100 ms of them.
+    // stdout in blocks, flushed periodically, so that logging is not a write(2) per line.
+    // Buffered lines are written at exit; a SIGKILL can lose the last flush interval of them.
     destination ?? pino.destination({ dest: 1, sync: false, minLength: 8 * 1024, periodicFlush: LOG_FLUSH_MS }),
   );
 }

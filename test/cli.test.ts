@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { ENV_VARS } from '../src/config.js';
-import type { CreateAddressResponse, Event, EventDeliveryResponse } from '../src/schemas.js';
+import type { CreateAddressResponse, Event, EventDeliveryResponse } from '../src/contract/schemas.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const BIN = fileURLToPath(new URL('../dist/cli.js', import.meta.url));

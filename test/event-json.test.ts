@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { eventJson } from '../src/core/event-json.js';
 import { pageJson, toPage, toWireEvent } from '../src/core/wire.js';
-import { EventSchema } from '../src/schemas.js';
+import { EventSchema } from '../src/contract/schemas.js';
 import type { EventRecord } from '../src/storage/storage.js';
 
 const instant = fc.integer({ min: 0, max: Date.UTC(9999, 11, 31) });

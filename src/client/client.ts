@@ -1,5 +1,5 @@
 // RoostClient: a fetch-based SDK for the REST interface (docs/api.md §0.1), typed from the wire
-// schemas in src/schemas.ts. It is what the `roost` CLI uses, and what an agent embeds to
+// schemas in src/contract/. It is what the `roost` CLI uses, and what an agent embeds to
 // create a return address, deliver to an inbox and follow its queue.
 import type {
   AckRunResponse,
@@ -13,7 +13,7 @@ import type {
   EventDeliveryResponse,
   EventPage,
   EventResponse,
-} from '../schemas.js';
+} from '../contract/schemas.js';
 import type {
   CreateViewToken,
   InboxSecretResponse,
@@ -22,8 +22,8 @@ import type {
   ViewToken,
   ViewTokenCreated,
   ViewTokenList,
-} from '../credential-schemas.js';
-import type { PutSender, Sender, SenderResponse } from '../sender-schemas.js';
+} from '../contract/credential-schemas.js';
+import type { PutSender, Sender, SenderResponse } from '../contract/sender-schemas.js';
 import type { BackoffOptions } from './backoff.js';
 import { parseCredentials } from './credentials.js';
 import { RoostError, RoostNetworkError, describeNetworkFailure } from './errors.js';

@@ -1,7 +1,7 @@
 // Reading a saved creation response back into what a client needs. The spec (§1) tells the
 // caller to persist the whole creation response; this turns it into base URL, address id
 // and read token, so that a later run needs nothing else.
-import type { CreateAddressResponse } from '../schemas.js';
+import type { CreateAddressResponse } from '../contract/schemas.js';
 import { RoostError } from './errors.js';
 
 export interface SavedCredentials {

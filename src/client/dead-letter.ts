@@ -1,7 +1,7 @@
 // Where `roost listen` parks an event its target can never take (a permanent failure):
 // one JSON line per event, appended, so that nothing behind it waits and nothing is lost.
 import { appendFile } from 'node:fs/promises';
-import type { Event } from '../schemas.js';
+import type { Event } from '../contract/schemas.js';
 
 export async function appendDeadLetter(path: string, event: Event, reason: string, now = new Date()): Promise<void> {
   const line = `${JSON.stringify({ parked_at: now.toISOString(), reason, event })}\n`;

@@ -11,7 +11,7 @@ import { backoffDelay, sleep, type BackoffOptions } from './backoff.js';
 import type { EventFilterOptions, RoostClient } from './client.js';
 import { RoostError, describeNetworkFailure, isAbortError } from './errors.js';
 import { retryTransient } from './retry.js';
-import type { Event } from '../schemas.js';
+import type { Event } from '../contract/schemas.js';
 
 export interface ForwardOptions {
   client: RoostClient;

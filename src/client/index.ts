@@ -14,7 +14,7 @@ export { retryTransient, type RetryOptions } from './retry.js';
 export { forwardEvents, type ForwardOptions } from './forwarder.js';
 export { readCursorFile, writeCursorFile } from './cursor-file.js';
 
-import type { CreateAddressResponse } from '../schemas.js';
+import type { CreateAddressResponse } from '../contract/schemas.js';
 import { RoostClient, type RoostClientOptions } from './client.js';
 
 /** A client for the address of a saved creation response (object or JSON text). */

@@ -1,8 +1,8 @@
 // Events as JSON text, written from their stored form. A stored event's `data` and
 // `metadata` are already JSON text (written by JSON.stringify when it was delivered), so
-// an answer can carry them as they are: parsing them only to serialise them again was most
-// of the cost of reading a page after SQLite itself. The text is what JSON.stringify makes
-// of toWireEvent's object (core/wire.ts), key for key (test/event-json.test.ts holds the two together).
+// an answer carries them as they are rather than parsing them only to serialise them again.
+// The text is what JSON.stringify makes of toWireEvent's object (core/wire.ts), key for key
+// (test/event-json.test.ts holds the two together).
 import type { EventRecord } from '../storage/storage.js';
 import { isoTime } from './iso-time.js';
 

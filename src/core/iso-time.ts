@@ -1,7 +1,6 @@
-// Timestamps as the API writes them (ISO 8601, UTC, milliseconds). Date#toISOString showed in
-// the profile of reading pages, which write one or two per event. Events that are read together were mostly created within the same
-// second, so the part up to the second is kept from the last call and only the
-// milliseconds are written each time.
+// Timestamps as the API writes them (ISO 8601, UTC, milliseconds), one or two per event of a
+// page. Events read together were mostly created within the same second, so the part up to
+// the second is kept from the last call and only the milliseconds are written each time.
 
 let cachedSecond = Number.NaN;
 /** "YYYY-MM-DDTHH:mm:ss." of cachedSecond, or '' when that second has no 24-character form. */

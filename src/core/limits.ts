@@ -1,4 +1,4 @@
-// Fixed limits of the specification (§8) and the contract; configurable ones live in Config.
+// Fixed limits of the contract (docs/api.md §9.1); configurable ones live in Config.
 
 /** Events one return address may hold (docs/api.md §9.1). */
 export const EVENT_CAPACITY = 1000;

@@ -1,8 +1,9 @@
 // The operations of the return-address service, written once. HTTP routes, the SMTP
 // server and the MCP tools call these; none of them talks to storage directly. Errors
-// are thrown as ServiceError values (made from the catalogue in errors.ts) and rendered by each transport.
-import type { Config } from '../config.js';
-import type { Address, CreateAddress, CreateAddressResponse, Event, EventDeliveryResponse } from '../schemas.js';
+// are thrown as ServiceError values (made from the catalogue in errors.ts) and rendered by
+// each transport. What every operation stands on (authentication, waiter slots) is in
+// service-base.ts; the shapes they take and give are in service-types.ts.
+import type { Address, CreateAddress, CreateAddressResponse, Event } from '../contract/schemas.js';
 import type {
   CreateViewToken,
   InboxSecretResponse,
@@ -10,17 +11,13 @@ import type {
   UpdateAddress,
   ViewTokenCreated,
   ViewTokenList,
-} from '../credential-schemas.js';
+} from '../contract/credential-schemas.js';
 import {
   RAW_EMAIL_PART,
-  type AckRecord,
   type AddressChanges,
   type AddressRecord,
   type EmailPart,
   type EventFilter,
-  type EventPageRecord,
-  type EventRecord,
-  type Storage,
   type TokenBucketResult,
   type ViewTokenRecord,
 } from '../storage/storage.js';
@@ -28,18 +25,15 @@ import { newEventId } from '../storage/event-ids.js';
 import { filtersContent } from '../storage/page-query.js';
 
 export type { EmailPart };
-import type { PutSender, SenderResponse } from '../sender-schemas.js';
-import { SecretKeyMismatch, type SecretBox } from './secret-box.js';
+import type { PutSender, SenderResponse } from '../contract/sender-schemas.js';
 import type { SenderRequest } from './senders/provider.js';
 import { planSenderRequest } from './senders/policy.js';
-import { openSender, sealSender, toWireSender, type LoadedSender } from './senders/settings.js';
-import { errors, type ServiceError } from './errors.js';
-import { EVENT_CAPACITY, LIMIT_MAX, MAX_JSON_DEPTH, RETENTION_MS, WAITER_RETRY_AFTER_SECONDS } from './limits.js';
-import type { Metrics } from './metrics.js';
+import { sealSender, toWireSender } from './senders/settings.js';
+import { errors } from './errors.js';
+import { EVENT_CAPACITY, MAX_JSON_DEPTH, RETENTION_MS } from './limits.js';
 import {
   INGRESS_SECRET_PREFIX,
   READ_TOKEN_PREFIX,
-  VIEW_TOKEN_PREFIX,
   digestSecret,
   newAddressId,
   newIngressSecret,
@@ -51,187 +45,28 @@ import {
 } from './secrets.js';
 import { effectiveIdempotencyKey, storedIdempotencyKey } from './idempotency-key.js';
 import { jsonDepthExceeds } from './json-depth.js';
-import { toWireAddress, toWireEvent, toWireViewToken, type RecordPage } from './wire.js';
+import { scanned, toWireAddress, toWireEvent, toWireViewToken, type RecordPage } from './wire.js';
 import { namesNothing, refuseNul } from './storable-text.js';
-import { sliceShared, type SharedRead, type Waiters } from './waiters.js';
+import { sliceShared, type SharedRead } from './waiters.js';
+import { ServiceBase } from './service-base.js';
+import type {
+  CaptureRequest,
+  DeliveryInput,
+  DeliveryResult,
+  EventStreamHandle,
+  ListOptions,
+  SenderOutcome,
+  Transport,
+} from './service-types.js';
 
-export type Clock = () => number;
-
-export interface DeliveryInput {
-  type?: string;
-  source?: string;
-  data?: unknown;
-  metadata?: Record<string, string>;
-  dedupe_key?: string;
-  /** Data that names its own event (email attachment URLs): called with the new event's id, instead of `data`. */
-  dataFor?: (eventId: string) => unknown;
-  /** Bytes stored beside the event (email attachments, the raw message), in its own transaction. */
-  parts?: EmailPart[];
-  /** Parts that name their own event (the raw message's Received line): used instead of `parts`, after `dataFor`. */
-  partsFor?: (eventId: string) => EmailPart[];
-}
-
-/**
- * How a transport makes the event of a request as sent: the event type (undefined: the inbox's
- * default) and the bytes to keep.
- */
-export type CaptureRequest = (type: string | undefined, body: Buffer) => DeliveryInput;
-
-/** What became of one request to an inbox with a sender (receiveFromSender). */
-export type SenderOutcome =
-  /** The sender was cleared since the address was read: the request is an ordinary delivery. */
-  | { kind: 'no_sender' }
-  /** The provider's URL handshake, answered as given; nothing stored. */
-  | { kind: 'handshake'; status: number; contentType: string; body: string }
-  /** Refused (405, 401, or 503 when the server key cannot open the sender: keyMismatch); nothing stored. */
-  | { kind: 'refused'; error: ServiceError; keyMismatch: boolean }
-  /** Stored, or found a duplicate. */
-  | ({ kind: 'delivered' } & DeliveryResult);
-
-export interface DeliveryResult {
-  /** 202 for a newly queued event, 200 for an idempotent repeat (docs/api.md §3). */
-  status: 200 | 202;
-  body: EventDeliveryResponse;
-}
-
-export interface ListOptions {
-  after: number;
-  limit: number;
-  /** Long-poll seconds (0–25). */
-  wait: number;
-  /** Only events without acknowledged_at (docs/api.md §4); a long poll waits for one of those. */
-  unacked?: boolean;
-  /**
-   * Filters on content (docs/api.md §4.3, event-filter.ts): a long poll sleeps through
-   * events that do not match; the page says how far it scanned.
-   */
-  filter?: EventFilter;
-  /**
-   * Read at most this many stored bytes (one event at least), below the page bound: the
-   * first part of a page written in parts (readPagePart reads the others).
-   */
-  partBytes?: number;
-}
-
-/** Which transport a delivery came through, for metrics. */
-export type Transport = 'http' | 'email' | 'mcp';
-
-/** A reader of one address's queue as a stream (docs/api.md §4.1); see openStream. */
-export interface EventStreamHandle {
-  /** Milliseconds until the address expires by the service's clock, or null without a lifetime. */
-  expiresInMs(): number | null;
-  /** True once the service is shutting down: the stream should end. */
-  readonly closing: boolean;
-  /**
-   * Events past `after` (at most `limit`, and at most `maxBytes` or a page's bytes) as stored, to be
-   * written with eventJson; 'gone' once the address is deleted or expired; 'revoked' once
-   * the stream's credential no longer opens it (the read token rotated, the view token
-   * revoked or expired).
-   */
-  readAfter(
-    after: number,
-    limit: number,
-    maxBytes?: number,
-  ): Promise<{ records: EventRecord[]; hasMore: boolean; scannedTo?: number } | 'gone' | 'revoked'>;
-  /**
-   * The part of a wake-up's shared read past `after`, cut as readAfter cuts; 'gone' and
-   * 'revoked' as readAfter; null when the shared read does not cover `after`, or the
-   * credential needs a look-up to re-check (a view token): then call readAfter.
-   */
-  fromShared(
-    read: SharedRead,
-    after: number,
-    limit: number,
-    maxBytes?: number,
-  ): { records: EventRecord[]; hasMore: boolean; scannedTo?: number } | 'gone' | 'revoked' | null;
-  /**
-   * The acknowledgements of events up to `upTo` made at or after `since` (ms), by
-   * sequence: for the stream's `ack` messages when no shared read brought them.
-   */
-  acksSince(since: number, upTo: number): Promise<AckRecord[]>;
-  /** Stops the wake-ups; call it once when the stream ends. */
-  close(): void;
-}
+export type * from './service-types.js';
 
 const CREDENTIALS_NOTE =
   'The read token is shown once, in this response only, and cannot be recovered: store it now. ' +
   'Read the events URL (and call the MCP URL) with the header "Authorization: Bearer <read_token>"; ' +
   'the inbox URL is a write-only secret for senders.';
 
-/** What a valid credential may do: everything (the read token) or read only (a view token). */
-export type Access = 'full' | 'view';
-
-export class RoostService {
-  private readonly now: Clock;
-
-  constructor(
-    private readonly storage: Storage,
-    private readonly waiters: Waiters,
-    private readonly config: Config,
-    private readonly metrics: Metrics,
-    clock: Clock = Date.now,
-    /** Seals and opens sender secrets (docs/api.md §3.2); without it, senders cannot be set. */
-    private readonly secretBox?: SecretBox,
-  ) {
-    this.now = clock;
-    waiters.useReader((addressId, after, ackSince) => this.readForWaiters(addressId, after, ackSince));
-  }
-
-  /** The one read a wake-up makes for all the polls and streams of an address. */
-  private async readForWaiters(addressId: string, after: number, ackSince?: number): Promise<SharedRead> {
-    this.metrics.wakeReads.inc();
-    const address = await this.storage.getAddress(addressId, this.now());
-    if (!address) return { after, address, records: [], bytes: [], hasMore: false, latestSequence: 0 };
-    const page = await this.storage.listEvents({
-      addressId,
-      after,
-      limit: LIMIT_MAX,
-      maxBytes: this.config.maxPageBytes,
-    });
-    const bytes = page.events.map(
-      (record) =>
-        Buffer.byteLength(record.dataJson) +
-        (record.metadataJson === null ? 0 : Buffer.byteLength(record.metadataJson)),
-    );
-    const acks =
-      ackSince === undefined
-        ? undefined
-        : await this.storage.listAcknowledged({
-            addressId,
-            since: ackSince,
-            upTo: Number.MAX_SAFE_INTEGER,
-            limit: EVENT_CAPACITY,
-          });
-    return {
-      after,
-      address,
-      records: page.events,
-      bytes,
-      hasMore: page.hasMore,
-      latestSequence: page.latestSequence,
-      acks,
-      ackSince,
-    };
-  }
-
-  /**
-   * A slot for one held poll or stream, or 429 too_many_waiters (counted) when a cap is
-   * reached. `token` has been authenticated: a view token takes a slot of the view tokens' share.
-   */
-  private admitWaiter(addressId: string, client: string, token: string | undefined): () => void {
-    const access = token?.startsWith(VIEW_TOKEN_PREFIX) ? 'view' : 'full';
-    const admitted = this.waiters.admit(addressId, client, access);
-    if (typeof admitted === 'function') return admitted;
-    this.metrics.waitersRefused.inc({ limit: admitted });
-    const cap =
-      admitted === 'address'
-        ? this.config.maxWaitersPerAddress
-        : admitted === 'view'
-          ? this.waiters.viewShare
-          : this.config.maxWaitersPerIp;
-    throw errors.tooManyWaiters({ scope: admitted, limit: cap, retryAfterSeconds: WAITER_RETRY_AFTER_SECONDS });
-  }
-
+export class RoostService extends ServiceBase {
   // --- provisioning -------------------------------------------------------------------
 
   /** One token of the per-client create bucket (docs/api.md §9); every create request takes one. */
@@ -285,45 +120,7 @@ export class RoostService {
     throw errors.slugExhausted();
   }
 
-  /** The operator's lifetime cap (ROOST_MAX_TTL_SECONDS), at creation and on PATCH alike. */
-  private checkLifetimeCap(seconds: number): void {
-    const cap = this.config.maxTtlSeconds;
-    if (cap !== undefined && seconds > cap) {
-      throw errors.invalidRequest({
-        message: `expires_in_seconds must be at most ${cap} on this service (its lifetime cap); got ${seconds}.`,
-      });
-    }
-  }
-
   // --- bearer-protected operations -----------------------------------------------------
-
-  /**
-   * docs/api.md §5: unknown or expired address → 404 first; then a bad token → 401. `write`
-   * names what the call changes; a view token may not (403).
-   */
-  async authenticate(addressId: string, token: string | undefined, write?: string): Promise<AddressRecord> {
-    const address = namesNothing(addressId) ? null : await this.storage.getAddress(addressId, this.now());
-    if (!address) throw errors.addressNotFound();
-    if (token === undefined) throw errors.unauthorized({ why: 'Missing bearer token.' });
-    const access = await this.accessOf(address, token);
-    if (access === null) throw errors.unauthorized({ why: 'The bearer token is not valid for this return address.' });
-    if (access === 'view' && write !== undefined) throw errors.forbidden({ what: write });
-    return address;
-  }
-
-  /** A rotation or revocation wakes held polls: the old credential gets no more events. */
-  private async stillOpens(address: AddressRecord, token: string | undefined): Promise<void> {
-    if ((await this.accessOf(address, token!)) === null)
-      throw errors.unauthorized({ why: 'The bearer token was rotated or revoked while the poll was held.' });
-  }
-
-  /** What `token` may do on this address now, or null when it opens nothing. */
-  private async accessOf(address: AddressRecord, token: string): Promise<Access | null> {
-    if (token.startsWith(READ_TOKEN_PREFIX)) return secretMatches(token, address.readTokenDigest) ? 'full' : null;
-    if (!token.startsWith(VIEW_TOKEN_PREFIX)) return null;
-    const found = await this.storage.findViewToken(address.id, digestSecret(token), this.now());
-    return found ? 'view' : null;
-  }
 
   async getAddress(addressId: string, token: string | undefined): Promise<{ address: Address }> {
     return { address: toWireAddress(await this.authenticate(addressId, token)) };
@@ -377,13 +174,7 @@ export class RoostService {
           ticket?.cancel();
           if (page.events.length === 0 && address.expiresAt !== null && address.expiresAt <= this.now())
             throw errors.addressNotFound();
-          return {
-            records: page.events,
-            hasMore: page.hasMore,
-            after,
-            latestSequence,
-            ...scanned(page, scanFrom),
-          };
+          return { records: page.events, hasMore: page.hasMore, after, latestSequence, ...scanned(page, scanFrom) };
         }
         if (!release) {
           try {
@@ -435,13 +226,8 @@ export class RoostService {
     const full: EventFilter = { ...filter, unacked };
     const scanLimit = filtersContent(full) ? this.config.filterScanEvents : undefined;
     const page = await this.storage.listEvents({ addressId, after, limit, maxBytes, filter: full, scanLimit });
-    return {
-      records: page.events,
-      hasMore: page.hasMore,
-      after,
-      latestSequence: page.latestSequence,
-      ...scanned(page, after),
-    };
+    const { events: records, hasMore, latestSequence } = page;
+    return { records, hasMore, after, latestSequence, ...scanned(page, after) };
   }
 
   async ackEvent(addressId: string, token: string | undefined, eventId: string): Promise<{ event: Event }> {
@@ -574,11 +360,6 @@ export class RoostService {
 
   // --- senders (docs/api.md §3.2) --------------------------------------------------------
 
-  private box(): SecretBox {
-    if (!this.secretBox) throw errors.sendersUnavailable();
-    return this.secretBox;
-  }
-
   async putSender(addressId: string, token: string | undefined, input: PutSender): Promise<SenderResponse> {
     await this.authenticate(addressId, token, 'manage its sender');
     const now = this.now();
@@ -597,22 +378,6 @@ export class RoostService {
   async clearSender(addressId: string, token: string | undefined): Promise<void> {
     await this.authenticate(addressId, token, 'manage its sender');
     if (!(await this.storage.deleteSender(addressId))) throw errors.senderNotFound();
-  }
-
-  /**
-   * The sender that verifies this inbox's deliveries, null when none is set (cleared since
-   * the address was read), or 'key_mismatch' when the server key cannot open its secrets or
-   * this build knows no provider of its name: never a delivery let through unverified.
-   */
-  private async loadSender(address: AddressRecord): Promise<LoadedSender | null | 'key_mismatch'> {
-    const record = await this.storage.getSender(address.id);
-    if (!record) return null;
-    try {
-      return (this.secretBox && openSender(record, this.secretBox)) ?? 'key_mismatch';
-    } catch (error) {
-      if (error instanceof SecretKeyMismatch) return 'key_mismatch';
-      throw error;
-    }
   }
 
   /**
@@ -824,20 +589,4 @@ export class RoostService {
     this.metrics.eventsPurged.inc(result.eventsPurged);
     for (const id of result.expiredAddressIds) this.waiters.wake(id);
   }
-}
-
-/**
- * How far a filtered read scanned, for its next_cursor (wire.ts): the page's own scan, or,
- * for an empty page, where earlier reads of a poll got to (`from`); and whether the scan
- * bound stopped it.
- */
-function scanned(
-  page: Pick<EventPageRecord, 'events' | 'scannedTo' | 'scanLimited'>,
-  from: number,
-): Pick<RecordPage, 'scannedTo' | 'scanLimited'> {
-  const scannedTo = page.scannedTo ?? (page.events.length === 0 ? from : undefined);
-  return {
-    ...(scannedTo !== undefined ? { scannedTo } : {}),
-    ...(page.scanLimited ? { scanLimited: true } : {}),
-  };
 }

@@ -1,8 +1,8 @@
 // How records become what the API shows (docs/api.md §2, §4, §5.2), and how a bearer
 // credential is read from a header: shared by the HTTP routes and the MCP tools.
-import type { Address, Event, EventPage } from '../schemas.js';
-import type { ViewToken } from '../credential-schemas.js';
-import type { AddressRecord, EventRecord, ViewTokenRecord } from '../storage/storage.js';
+import type { Address, Event, EventPage } from '../contract/schemas.js';
+import type { ViewToken } from '../contract/credential-schemas.js';
+import type { AddressRecord, EventPageRecord, EventRecord, ViewTokenRecord } from '../storage/storage.js';
 import { eventJson, eventJsonParts } from './event-json.js';
 import { isoTime } from './iso-time.js';
 
@@ -158,4 +158,20 @@ export async function* pageJsonInParts(
 export function bearerToken(header: string | undefined): string | undefined {
   const match = header ? /^\s*bearer\s+(\S+)\s*$/i.exec(header) : null;
   return match ? match[1] : undefined;
+}
+
+/**
+ * How far a filtered read scanned, for its next_cursor (wire.ts): the page's own scan, or,
+ * for an empty page, where earlier reads of a poll got to (`from`); and whether the scan
+ * bound stopped it.
+ */
+export function scanned(
+  page: Pick<EventPageRecord, 'events' | 'scannedTo' | 'scanLimited'>,
+  from: number,
+): Pick<RecordPage, 'scannedTo' | 'scanLimited'> {
+  const scannedTo = page.scannedTo ?? (page.events.length === 0 ? from : undefined);
+  return {
+    ...(scannedTo !== undefined ? { scannedTo } : {}),
+    ...(page.scanLimited ? { scanLimited: true } : {}),
+  };
 }

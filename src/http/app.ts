@@ -14,7 +14,7 @@ import { errors } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
 import type { RoostService } from '../core/service.js';
 import type { Waiters } from '../core/waiters.js';
-import type { Storage } from '../storage/storage.js';
+import type { Storage } from '../core/records.js';
 import { fastifyTrustProxy } from './client-ip.js';
 import { limitConnectionsPerPeer } from './connection-limit.js';
 import { lazyRequestLogger } from './request-logger.js';
@@ -50,13 +50,13 @@ declare module 'fastify' {
 
 /**
  * The access log: one line per answered request (redacted URL, status, time) instead of
- * Fastify's two ("incoming request" + "request completed"), which showed in ingest's profile.
+ * Fastify's two ("incoming request" + "request completed"), halving log work on ingest.
  */
 class AccessLog extends LogController {
   /**
-   * Successful requests are logged without pino's redaction pass, which showed in ingest's
-   * profile: the line is built here from fields that hold no secret — the req serializer cuts the
-   * inbox secret out of the URL and keeps no header. Errors keep the redacting logger.
+   * Successful requests skip pino's redaction pass, which is costly per line: the line is built
+   * here from fields that hold no secret — the req serializer cuts the inbox secret out of the
+   * URL and keeps no header. Errors keep the redacting logger.
    */
   private readonly plain: Logger;
 
@@ -126,8 +126,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Requests still arriving on open connections during shutdown get 503 in the Error shape
   // (Fastify's own return503OnClosing answers in its shape, docs/api.md §6 wants ours); an
   // inbox request repeating Idempotency-Key gets 400, whatever its URL (docs/api.md §3.4).
-  // A callback hook, not an async one: it runs on every request, and a promise per request
-  // for a flag that is almost always false showed in the ingest profile.
+  // A callback hook, not an async one: it runs on every request, and a flag that is almost
+  // always false is not worth a promise per request.
   app.addHook('onRequest', (request, reply, done) => {
     if (!shuttingDown) return done(repeatedIdempotencyKey(request));
     reply.header('Connection', 'close');

@@ -7,7 +7,7 @@ import swagger, { type SwaggerTransformObject } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { INGRESS_SECRET_PREFIX } from '../core/secrets.js';
-import { EmailDataSchema, RawCaptureDataSchema } from '../schemas.js';
+import { EmailDataSchema, RawCaptureDataSchema } from '../contract/schemas.js';
 
 type Node = { [key: string]: unknown };
 type Operation = Node & { operationId: string; responses: Record<string, Node>; parameters?: Node[] };

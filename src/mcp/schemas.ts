@@ -1,5 +1,5 @@
 // The zod schemas of the MCP tools (docs/api.md §7). The MCP SDK wants zod, but the wire
-// shapes are written once, in TypeBox (src/schemas.ts): the shared ones are converted
+// shapes are written once, in TypeBox (src/contract/): the shared ones are converted
 // from there, so that the tools carry exactly the REST bounds and fields. Only the
 // MCP-specific arguments (address_id, read_token, ack's choice) are written here.
 import { z } from 'zod';
@@ -12,8 +12,8 @@ import {
   UpdateAddressSchema,
   ViewTokenCreatedSchema,
   ViewTokenListSchema,
-} from '../credential-schemas.js';
-import { PutSenderSchema, SenderResponseSchema } from '../sender-schemas.js';
+} from '../contract/credential-schemas.js';
+import { PutSenderSchema, SenderResponseSchema } from '../contract/sender-schemas.js';
 import {
   AddressResponseSchema,
   CreateAddressResponseSchema,
@@ -21,7 +21,7 @@ import {
   EventPageSchema,
   EventSchema,
   ListEventsQuerySchema,
-} from '../schemas.js';
+} from '../contract/schemas.js';
 
 type JsonSchema = { [key: string]: unknown };
 

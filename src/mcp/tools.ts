@@ -8,8 +8,13 @@ import { EVENT_CAPACITY } from '../core/limits.js';
 import { eventFilter } from '../core/event-filter.js';
 import type { ListOptions, RoostService } from '../core/service.js';
 import { bearerToken, toPage } from '../core/wire.js';
-import type { CreateViewToken, RotateInboxSecret, RotateReadToken, UpdateAddress } from '../credential-schemas.js';
-import type { PutSender } from '../sender-schemas.js';
+import type {
+  CreateViewToken,
+  RotateInboxSecret,
+  RotateReadToken,
+  UpdateAddress,
+} from '../contract/credential-schemas.js';
+import type { PutSender } from '../contract/sender-schemas.js';
 import {
   ackInput,
   ackOutput,

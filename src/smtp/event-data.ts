@@ -2,7 +2,7 @@
 // parsed fields, the manifest of the parts stored beside the event (with their URLs, which
 // name the event), the authentication summary and the hints. Bounded whatever the message
 // (docs/email.md "Size of an event").
-import { RAW_EMAIL_PART, type EmailPart } from '../storage/storage.js';
+import { RAW_EMAIL_PART, type EmailPart } from '../core/records.js';
 import type { AuthenticationSummary } from './authenticate.js';
 import type { Extracted } from './extract.js';
 import { unparsedEmail, type EmailData } from './parse.js';

@@ -1,7 +1,7 @@
 // Per-client-IP limits of the SMTP listener: simultaneous connections and messages per
 // period (a token bucket), kept in memory — a sender is one process's concern, and a real
 // MTA told 4xx retries later. One address cannot take the whole listener from the others.
-import { takeFromBucket, type BucketState } from '../storage/token-bucket.js';
+import { takeFromBucket, type BucketState } from '../core/records.js';
 import type { RateSpec } from '../config.js';
 
 /** Buckets kept at most; the oldest goes first (a full bucket is the same as none). */

@@ -81,13 +81,10 @@ function systemResolver(): DnsResolver {
   return (name, rrtype) => resolver.resolve(name, rrtype);
 }
 
-/** Starts the worker from its module beside this one (through tsx when run from source, as sqlite.ts does). */
+/** Starts the worker from its module beside this one (its .ts source under tsx, which workers inherit). */
 function startWorker(): Worker {
   const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new Worker(new URL('./process-worker.js', here));
-  const entry = JSON.stringify(new URL('./process-worker.ts', here).href);
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then((api) => api.tsImport(${entry}, ${entry}))`, { eval: true });
+  return new Worker(new URL(here.endsWith('.ts') ? './process-worker.ts' : './process-worker.js', here));
 }
 
 export class EmailProcessor {

@@ -14,7 +14,7 @@ import { ServiceError, fromStorage } from '../core/errors.js';
 import { EVENT_CAPACITY } from '../core/limits.js';
 import type { Metrics } from '../core/metrics.js';
 import type { RoostService } from '../core/service.js';
-import type { AddressRecord } from '../storage/storage.js';
+import type { AddressRecord } from '../core/records.js';
 import type { DnsResolver } from './authenticate.js';
 import { emailContent, emailEventData, rawEmailPart } from './event-data.js';
 import { IpLimits } from './ip-limits.js';

@@ -39,7 +39,7 @@ export function parseAck(data: string): Acknowledgement | undefined {
   return undefined;
 }
 
-/** The server comments at least every 15 s (CONTRACT §4.1): silence past this is a dead link. */
+/** The server comments at least every 15 s (docs/api.md §4.1): silence past this is a dead link. */
 const SILENCE_MS = 35_000;
 const BACKOFF_MAX_MS = 10_000;
 

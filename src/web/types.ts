@@ -1,4 +1,4 @@
-// The wire shapes the page reads (src/schemas.ts is their source; the page is built apart).
+// The wire shapes the page reads (src/contract/schemas.ts is their source; the page is built apart).
 export interface Address {
   id: string;
   slug: string;

@@ -3,24 +3,10 @@
 // type and idempotency key in the provider's own terms. Each provider is a pure function of
 // the request, the address's sender settings and the clock, so it is tested without a server.
 
-/** The providers an address's sender can be set to. */
-export const PROVIDER_NAMES = [
-  'github',
-  'stripe',
-  'slack',
-  'standard_webhooks',
-  'shopify',
-  'twilio',
-  'meta',
-  'microsoft_graph',
-  'zoom',
-  'dropbox',
-  'twitch',
-  'linear',
-  'hmac_sha256',
-] as const;
+import type { ProviderName } from '../../contract/providers.js';
 
-export type ProviderName = (typeof PROVIDER_NAMES)[number];
+// The names are part of the wire contract; the providers themselves live here.
+export { PROVIDER_NAMES, type ProviderName } from '../../contract/providers.js';
 
 /** A delivery as the inbox received it. */
 export interface SenderRequest {

@@ -1,6 +1,6 @@
 // An address's sender between the wire and storage (docs/api.md §3.2): checked and sealed on
 // the way in, opened for the inbox, shown without a secret on the way out.
-import type { Sender, PutSender } from '../../sender-schemas.js';
+import type { Sender, PutSender } from '../../contract/sender-schemas.js';
 import type { SenderRecord } from '../../storage/storage.js';
 import { errors } from '../errors.js';
 import { isoTime } from '../iso-time.js';

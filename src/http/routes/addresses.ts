@@ -7,8 +7,8 @@ import {
   CreateAddressResponseSchema,
   CreateAddressSchema,
   type CreateAddress,
-} from '../../schemas.js';
-import { UpdateAddressSchema, type UpdateAddress } from '../../credential-schemas.js';
+} from '../../contract/schemas.js';
+import { UpdateAddressSchema, type UpdateAddress } from '../../contract/credential-schemas.js';
 import { decodeJsonBody } from '../body.js';
 import { clientKey } from '../client-ip.js';
 import { bearerSecurity, errorResponses, noSecurity, requestToken } from './common.js';

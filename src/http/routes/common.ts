@@ -2,7 +2,7 @@
 // bearer credential of a request.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { bearerToken } from '../../core/wire.js';
-import { ErrorSchema } from '../../schemas.js';
+import { ErrorSchema } from '../../contract/schemas.js';
 
 /** Error responses, keyed by status, for a route's `response` schema. */
 export function errorResponses(...statuses: number[]): Record<number, typeof ErrorSchema> {

@@ -13,7 +13,7 @@ import {
   type CreateViewToken,
   type RotateInboxSecret,
   type RotateReadToken,
-} from '../../credential-schemas.js';
+} from '../../contract/credential-schemas.js';
 import { decodeJsonBody } from '../body.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, errorResponses, requestToken } from './common.js';

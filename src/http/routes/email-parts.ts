@@ -5,7 +5,7 @@
 import { create as contentDisposition } from 'content-disposition';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { EmailPart } from '../../core/service.js';
-import { EmailAttachmentParamsSchema, EmailPartBodySchema, EmailPartParamsSchema } from '../../schemas.js';
+import { EmailAttachmentParamsSchema, EmailPartBodySchema, EmailPartParamsSchema } from '../../contract/schemas.js';
 import { bearerSecurity, errorResponses, requestToken } from './common.js';
 
 const binary = {

@@ -16,7 +16,7 @@ import {
   ListEventsQuerySchema,
   type AckRun,
   type ListEventsQuery,
-} from '../../schemas.js';
+} from '../../contract/schemas.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
 

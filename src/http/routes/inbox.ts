@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import { ServiceError, errors } from '../../core/errors.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../core/limits.js';
 import type { DeliveryInput, RoostService } from '../../core/service.js';
-import { CreateEventSchema, EventDeliveryResponseSchema } from '../../schemas.js';
+import { CreateEventSchema, EventDeliveryResponseSchema } from '../../contract/schemas.js';
 import { validationMessage } from '../errors.js';
 import { decodeJsonBody, rawBody } from '../body.js';
 import {

@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { SenderOutcome } from '../../core/service.js';
 import type { SenderRequest } from '../../core/senders/provider.js';
-import type { EventDeliveryResponse } from '../../schemas.js';
+import type { EventDeliveryResponse } from '../../contract/schemas.js';
 
 export const HandshakeResponseSchema = Type.String({
   description: "The provider's handshake answered as it documents it (the challenge echoed, as text or JSON).",

@@ -2,7 +2,7 @@
 // inbox verifies and with which secrets. The secrets go in; only their count comes out.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { PutSenderSchema, SenderResponseSchema, type PutSender } from '../../sender-schemas.js';
+import { PutSenderSchema, SenderResponseSchema, type PutSender } from '../../contract/sender-schemas.js';
 import { decodeJsonBody } from '../body.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, errorResponses, requestToken } from './common.js';

@@ -14,7 +14,7 @@ import { LIMIT_MAX } from '../../core/limits.js';
 import type { Metrics } from '../../core/metrics.js';
 import type { EventStreamHandle } from '../../core/service.js';
 import type { SharedRead } from '../../core/waiters.js';
-import { EventFilterQuerySchema } from '../../schemas.js';
+import { EventFilterQuerySchema } from '../../contract/schemas.js';
 import { dropWhenStalled } from '../stall-watch.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';

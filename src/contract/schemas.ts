@@ -11,7 +11,7 @@ import {
   TTL_MAX_SECONDS,
   TTL_MIN_SECONDS,
   WAIT_MAX_SECONDS,
-} from './core/limits.js';
+} from '../core/limits.js';
 
 export const DateTime = (description?: string) => Type.String({ format: 'date-time', description });
 /** A lifetime in seconds, within the bounds of docs/api.md §2.6. */

@@ -2,7 +2,7 @@
 // PATCH), in TypeBox like the rest of the contract (schemas.ts): they validate requests,
 // serialise responses, and feed the OpenAPI document and the client's types.
 import { Type, type Static } from 'typebox';
-import { GRACE_MAX_SECONDS } from './core/limits.js';
+import { GRACE_MAX_SECONDS } from '../core/limits.js';
 import { DateTime, LifetimeSeconds } from './schemas.js';
 
 export const ReadTokenResponseSchema = Type.Object(

@@ -1,5 +1,5 @@
 // The wire shapes of an address's sender (docs/api.md §3.2), in TypeBox like the rest of the
-// contract (schemas.ts): they validate requests, serialise responses, and feed the OpenAPI
+// contract (src/contract/schemas.ts): they validate requests, serialise responses, and feed the OpenAPI
 // document and the client's types. A secret goes in; only their count ever comes out.
 import { Type, type Static } from 'typebox';
 import {
@@ -9,8 +9,8 @@ import {
   SENDER_SECRETS_MAX,
   SENDER_TOLERANCE_DEFAULT_SECONDS,
   SENDER_TOLERANCE_MAX_SECONDS,
-} from './core/limits.js';
-import { PROVIDER_NAMES, type ProviderName } from './core/senders/provider.js';
+} from '../core/limits.js';
+import { PROVIDER_NAMES, type ProviderName } from './providers.js';
 import { DateTime } from './schemas.js';
 
 const Provider = Type.Unsafe<ProviderName>(
