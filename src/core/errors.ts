@@ -14,6 +14,9 @@ export type ErrorCode =
   | 'event_not_found'
   | 'view_token_not_found'
   | 'view_token_limit'
+  | 'callback_not_found'
+  | 'callback_limit'
+  | 'callback_gone'
   | 'sender_not_found'
   | 'signature_invalid'
   | 'inbox_not_found'
@@ -160,3 +163,26 @@ export const senderKeyMismatch = () =>
     'This inbox cannot verify deliveries right now; nothing was stored. Retry later.',
     { 'Retry-After': '60' },
   );
+
+export const callbackNotFound = () =>
+  new RoostError('callback_not_found', 404, 'This return address has no callback with this id.');
+
+/** The address holds ROOST_MAX_CALLBACKS waiting callbacks (docs/api.md §3.5). */
+export const callbackLimit = (max: number) =>
+  new RoostError(
+    'callback_limit',
+    409,
+    `This return address already has ${max} waiting callbacks; wait for some, or cancel them (DELETE …/callbacks/{id}).`,
+  );
+
+/** The callback URL of a callback that expired or was cancelled: no longer takes deliveries. */
+export const callbackGone = (status: 'expired' | 'cancelled') =>
+  new RoostError(
+    'callback_gone',
+    410,
+    `This callback ${status === 'expired' ? 'has expired' : 'was cancelled'}; nothing was stored.`,
+  );
+
+/** An answer to a person's question that is not one of its options (docs/api.md §3.5). */
+export const invalidAnswer = (options: readonly string[]) =>
+  invalidRequest(`"answer" must be one of the options: ${options.map((o) => JSON.stringify(o)).join(', ')}.`);

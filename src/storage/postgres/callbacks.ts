@@ -57,7 +57,7 @@ export class PgCallbacks {
       if ((await db.query(SQL.lockLiveAddress, [callback.addressId, now])).rowCount === 0)
         return { commit: { status: 'address_not_found' as const } };
       if (callback.key !== null) {
-        const held = await db.query(SQL.byKey, [callback.addressId, callback.key]);
+        const held = await db.query<object>(SQL.byKey, [callback.addressId, callback.key]);
         if (held.rows[0]) return { commit: { status: 'existing' as const, callback: CALLBACKS.fromRow(held.rows[0]) } };
       }
       const { rows } = await db.query<{ n: number }>(SQL.countWaiting, [callback.addressId]);
