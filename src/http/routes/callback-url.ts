@@ -16,24 +16,30 @@ import { errorResponses, noSecurity } from './common.js';
 const ParamsSchema = Type.Object({
   addressId: Type.String({ description: 'The address id (addr_…).' }),
   callbackId: Type.String({ description: 'The callback id (cb_…).' }),
-  secret: Type.String({ description: 'The callback secret (roost_callback_…) from the callback url.' }),
+  callbackSecret: Type.String({ description: 'The callback secret (roost_callback_…) from the callback url.' }),
 });
-type Params = { addressId: string; callbackId: string; secret: string };
+type Params = { addressId: string; callbackId: string; callbackSecret: string };
 
-const ReceiptSchema = Type.Object({
-  duplicate: Type.Boolean(),
-  callback: Type.Object({
-    id: Type.String(),
-    status: Type.String({ enum: ['waiting', 'completed', 'expired', 'cancelled'] }),
-  }),
-});
+const ReceiptSchema = Type.Object(
+  {
+    duplicate: Type.Boolean(),
+    callback: Type.Object({
+      id: Type.String(),
+      status: Type.String({ enum: ['waiting', 'completed', 'expired', 'cancelled'] }),
+    }),
+  },
+  { title: 'CallbackReceipt', description: 'What the URL holder is told: never the stored event.' },
+);
 
-const QuestionSchema = Type.Object({
-  callback: Type.Object({ id: Type.String(), status: Type.String() }),
-  human: Type.Object({ question: Type.String(), options: Type.Array(Type.String()), allow_comment: Type.Boolean() }),
-});
+const QuestionSchema = Type.Object(
+  {
+    callback: Type.Object({ id: Type.String(), status: Type.String() }),
+    human: Type.Object({ question: Type.String(), options: Type.Array(Type.String()), allow_comment: Type.Boolean() }),
+  },
+  { title: 'CallbackQuestion' },
+);
 
-const PATH = '/api/v1/inbox/:addressId/callbacks/:callbackId/:secret';
+const PATH = '/api/v1/inbox/:addressId/callbacks/:callbackId/:callbackSecret';
 
 /** Whether the client asked for a page (a browser), not JSON. */
 const wantsHtml = (request: FastifyRequest) => /\btext\/html\b/i.test(request.headers.accept ?? '');
@@ -90,7 +96,7 @@ export async function callbackUrlRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     handler: async (request, reply) => {
-      const { addressId, callbackId, secret } = request.params;
+      const { addressId, callbackId, callbackSecret: secret } = request.params;
       let opened;
       try {
         opened = await callbacks.open(addressId, callbackId, secret);
@@ -138,7 +144,7 @@ export async function callbackUrlRoutes(app: FastifyInstance): Promise<void> {
       response: { 200: QuestionSchema, ...errorResponses(404, 405, 410) },
     },
     handler: async (request, reply) => {
-      const { addressId, callbackId, secret } = request.params;
+      const { addressId, callbackId, callbackSecret: secret } = request.params;
       let opened;
       try {
         opened = await callbacks.open(addressId, callbackId, secret);

@@ -65,7 +65,7 @@ export const CreateCallbackSchema = Type.Object(
     complete_when: Type.Optional(CompleteWhenSchema),
     human: Type.Optional(HumanSchema),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'CreateCallback' },
 );
 
 export const CallbackSchema = Type.Object(
@@ -103,19 +103,22 @@ export const CallbackSchema = Type.Object(
       }),
     ),
   },
-  { description: 'A one-shot callback URL and where it stands (docs/api.md §3.5).' },
+  { title: 'Callback', description: 'A one-shot callback URL and where it stands (docs/api.md §3.5).' },
 );
 
-const CallbackResponseSchema = Type.Object({ callback: CallbackSchema });
-const CallbackWaitResponseSchema = Type.Object({
-  callback: CallbackSchema,
-  body: Type.Unknown({
-    description:
-      "The completing delivery's parsed body (a person's answer: { answer, comment, answered_at }), or null.",
-  }),
-  event: Type.Optional(Type.Unknown({ description: 'With include=event: the completing event, or null.' })),
-});
-const CallbackListSchema = Type.Object({ callbacks: Type.Array(CallbackSchema) });
+const CallbackResponseSchema = Type.Object({ callback: CallbackSchema }, { title: 'CallbackResponse' });
+const CallbackWaitResponseSchema = Type.Object(
+  {
+    callback: CallbackSchema,
+    body: Type.Unknown({
+      description:
+        "The completing delivery's parsed body (a person's answer: { answer, comment, answered_at }), or null.",
+    }),
+    event: Type.Optional(Type.Unknown({ description: 'With include=event: the completing event, or null.' })),
+  },
+  { title: 'CallbackWaitResponse' },
+);
+const CallbackListSchema = Type.Object({ callbacks: Type.Array(CallbackSchema) }, { title: 'CallbackList' });
 
 const CallbackParamsSchema = Type.Object({
   addressId: Type.String({ description: 'The address id (addr_…).' }),
@@ -248,6 +251,8 @@ export async function callbackRoutes(app: FastifyInstance): Promise<void> {
     schema: {
       operationId: 'cancelCallback',
       summary: 'Cancel a callback: its URL answers 410 from now on',
+      description:
+        'A waiting (or completed) callback becomes `cancelled`: its URL answers 410 and waits on it answer. Its events stay in the queue.',
       security: bearerSecurity,
       params: CallbackParamsSchema,
       response: { 200: CallbackResponseSchema, ...errorResponses(401, 403, 404) },
