@@ -109,7 +109,7 @@ await forEachStorage('callbacks', (storage, engine, opened) => {
       assert.equal(winners.length, 1);
       const stored = await storage().getCallback(addressId, cb.id);
       assert.equal(stored?.status, 'completed');
-      assert.equal(stored?.eventId, winners[0]!.eventId);
+      assert.equal(stored?.eventId, winners[0].eventId);
       assert.equal(stored?.completedAt, now);
     } finally {
       if (other !== storage()) await other.close();
