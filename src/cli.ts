@@ -3,6 +3,8 @@
 // client of a running one, built on the SDK in ./client. Output contract: stdout carries
 // JSON only (one object a line when piped); progress and summaries go to stderr, and only
 // when stderr is a terminal. Exit status: 0 done, 1 failed (one line on stderr), 2 bad usage.
+// The Node.js version is checked first, before any other module loads.
+import './require-node.js';
 import { readFileSync } from 'node:fs';
 import { chmod, open, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
@@ -304,9 +306,8 @@ function stopSignal(): AbortSignal {
 
 // ---------------------------------------------------------------- commands
 
-async function serve(flags: Record<string, string | boolean | undefined>, command: Command): Promise<void> {
-  // Loaded here, so that the client commands start without the server's dependencies.
-  const { startRoost } = await import('./server.js');
+/** The configuration from the environment, each flag given overriding its variable. */
+function configFromFlags(flags: Record<string, string | boolean | undefined>, command: Command) {
   const fromFlags: Record<string, string> = {};
   for (const option of command.options) {
     const value = flags[option.attributeName()];
@@ -314,13 +315,18 @@ async function serve(flags: Record<string, string | boolean | undefined>, comman
       fromFlags[option.envVar] = value === true ? 'true' : String(value);
     }
   }
-  let config;
   try {
-    config = loadConfig({ ...process.env, ...fromFlags });
+    return loadConfig({ ...process.env, ...fromFlags });
   } catch (error) {
     if (error instanceof ConfigError) throw new UsageError(error.message);
     throw error;
   }
+}
+
+async function serve(flags: Record<string, string | boolean | undefined>, command: Command): Promise<void> {
+  // Loaded here, so that the client commands start without the server's dependencies.
+  const { startRoost } = await import('./server.js');
+  const config = configFromFlags(flags, command);
   const roost = await startRoost(config);
   serving = true;
   const stop = (signal: string) => {
@@ -335,6 +341,23 @@ async function serve(flags: Record<string, string | boolean | undefined>, comman
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+}
+
+/**
+ * `roost migrate`: brings the database's schema to this build's version, then exits (JSON
+ * on stdout: engine, from, to). Run it with a role that owns the schema before starting
+ * `roost serve` as one that may only read and write rows (docs/scale-out.md § Deploying).
+ */
+async function migrateCommand(flags: Record<string, string | boolean | undefined>, command: Command): Promise<void> {
+  const config = configFromFlags(flags, command);
+  const [{ migrateStorage }, { createLogger }] = await Promise.all([
+    import('./storage/open.js'),
+    import('./logger.js'),
+  ]);
+  // Waiting for the database is logged on stderr: stdout carries the JSON result alone.
+  const logger = createLogger(config.logLevel, process.stderr);
+  for (const warning of config.warnings ?? []) logger.warn(warning);
+  printJson(await migrateStorage(config, logger));
 }
 
 type EnvVar = (typeof ENV_VARS)[number];
@@ -639,6 +662,14 @@ function buildProgram(): Command {
     .description('run the service (HTTP, SMTP, MCP); every flag overrides its environment variable')
     .action(serve);
   for (const option of serveOptions()) serveCommand.addOption(option);
+
+  const migrate = program
+    .command('migrate')
+    .description(
+      "bring the database's schema to this version of Roost, then exit (run before serve; see docs/scale-out.md)",
+    )
+    .action(migrateCommand);
+  for (const option of serveOptions()) migrate.addOption(option);
 
   withUrl(program.command('create'))
     .description('create a return address and print the creation response (its read token is shown once)')

@@ -3,6 +3,7 @@
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseSecretKey } from './core/secret-box.js';
+import type { PoolMode } from './storage/postgres/connection-options.js';
 
 export const PRODUCT = 'roost';
 
@@ -32,6 +33,12 @@ export interface Config {
   pgStatementTimeoutMs: number;
   /** How long a request waits to open a PostgreSQL connection or get one from a full pool. */
   pgConnectTimeoutMs: number;
+  /** A direct (or session-pooled) URL for the LISTEN connection, when DATABASE_URL goes through a transaction pooler. */
+  pgListenUrl?: string;
+  /** How connections reach PostgreSQL: auto (detects a pooler), session or transaction (docs/scale-out.md). */
+  pgPoolMode: PoolMode;
+  /** How long start waits for a database that refuses, is starting up or is full. */
+  pgStartTimeoutMs: number;
   smtpPort: number;
   smtpHost: string;
   mailDomain: string;
@@ -80,6 +87,8 @@ export interface Config {
   secretKey?: Buffer;
   /** Where the generated key lives: beside the SQLite file (the data directory). */
   secretKeyPath: string;
+  /** Said at start: ROOST_* variables that no setting reads, with the closest known name. */
+  warnings?: string[];
 }
 
 export interface EmailLimits {
@@ -121,6 +130,9 @@ export const ENV_VARS = [
   'ROOST_PG_POOL_SIZE',
   'ROOST_PG_STATEMENT_TIMEOUT_MS',
   'ROOST_PG_CONNECT_TIMEOUT_MS',
+  'ROOST_PG_LISTEN_URL',
+  'ROOST_PG_POOL_MODE',
+  'ROOST_PG_START_TIMEOUT_MS',
   'ROOST_SMTP_PORT',
   'ROOST_SMTP_HOST',
   'ROOST_MAIL_DOMAIN',
@@ -157,6 +169,52 @@ export const ENV_VARS = [
   'ROOST_POSTMASTER_ADDRESS',
   'ROOST_SECRET_KEY',
 ] as const;
+
+/** Variables of the `roost` client commands and the test suite: known, though serve reads none. */
+const OTHER_KNOWN_VARS = [
+  'ROOST_URL',
+  'ROOST_CREDENTIALS',
+  'ROOST_ADDRESS_ID',
+  'ROOST_READ_TOKEN',
+  'ROOST_SENDER_SECRETS',
+  'ROOST_SENDER_VERIFY_TOKEN',
+];
+
+/** Edit distance (insertions, deletions, substitutions, adjacent swaps) between two names. */
+function distance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) rows[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      rows[i][j] = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        rows[i][j] = Math.min(rows[i][j], rows[i - 2][j - 2] + 1);
+    }
+  }
+  return rows[a.length][b.length];
+}
+
+/**
+ * One sentence per ROOST_* variable that nothing reads (a misspelt ROOST_SMPT_PORT would
+ * otherwise be ignored without a word), naming the closest known variable. The test suite's
+ * own ROOST_TEST_* and ROOST_BENCH_* variables are not Roost's settings.
+ */
+export function unknownVariableWarnings(env: Env): string[] {
+  const known: string[] = [...ENV_VARS, ...OTHER_KNOWN_VARS];
+  return Object.keys(env)
+    .filter((name) => name.startsWith('ROOST_') && !/^ROOST_(TEST|BENCH)_/.test(name) && !known.includes(name))
+    .sort()
+    .map((name) => {
+      const closest = known.reduce((best, candidate) =>
+        distance(name, candidate) < distance(name, best) ? candidate : best,
+      );
+      return `${name} is not a Roost setting and is ignored; did you mean ${closest}? (README.md § Configuration)`;
+    });
+}
+
+/** Type-only import above: the client commands read this file and must not load the driver. */
+const POOL_MODES: readonly PoolMode[] = ['auto', 'session', 'transaction'];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -302,6 +360,15 @@ export function loadConfig(env: Env = {}): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// URL');
   }
+  const pgListenUrl = env.ROOST_PG_LISTEN_URL || undefined;
+  if (pgListenUrl && !/^postgres(ql)?:\/\//.test(pgListenUrl)) {
+    throw new ConfigError('ROOST_PG_LISTEN_URL must be a postgres:// URL');
+  }
+  const pgPoolMode = (env.ROOST_PG_POOL_MODE || 'auto').toLowerCase() as PoolMode;
+  if (!POOL_MODES.includes(pgPoolMode))
+    throw new ConfigError(
+      `ROOST_PG_POOL_MODE must be one of ${POOL_MODES.join(', ')}, got "${env.ROOST_PG_POOL_MODE}"`,
+    );
   const defaultTtlSeconds = integer(env, 'ROOST_DEFAULT_TTL_SECONDS', undefined, 60, 31_536_000);
   const maxTtlSeconds = integer(env, 'ROOST_MAX_TTL_SECONDS', undefined, 60, 31_536_000);
   if (defaultTtlSeconds !== undefined && maxTtlSeconds !== undefined && defaultTtlSeconds > maxTtlSeconds) {
@@ -346,6 +413,9 @@ export function loadConfig(env: Env = {}): Config {
     pgPoolSize: integer(env, 'ROOST_PG_POOL_SIZE', 10, 1, 1000),
     pgStatementTimeoutMs: integer(env, 'ROOST_PG_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
     pgConnectTimeoutMs: integer(env, 'ROOST_PG_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
+    pgListenUrl,
+    pgPoolMode,
+    pgStartTimeoutMs: integer(env, 'ROOST_PG_START_TIMEOUT_MS', 30_000, 0, 3_600_000),
     smtpPort: integer(env, 'ROOST_SMTP_PORT', 2525, 0, 65535),
     smtpHost: env.ROOST_SMTP_HOST || host,
     mailDomain,
@@ -386,5 +456,6 @@ export function loadConfig(env: Env = {}): Config {
     },
     secretKey,
     secretKeyPath: join(dirname(dbPath), 'secret.key'),
+    warnings: unknownVariableWarnings(env),
   };
 }

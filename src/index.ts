@@ -1,6 +1,8 @@
 // The package's entry point (`import { RoostClient } from 'roost'`): the typed client for
 // talking to a Roost service, the wire types it speaks, and startRoost/loadConfig for
-// running the service inside another Node program.
+// running the service inside another Node program. A program that only talks to a service
+// imports 'roost/client', which loads none of the server's modules.
+import './require-node.js';
 export {
   RoostClient,
   RoostError,

@@ -65,6 +65,7 @@ function secretKeyFile(config: Config, logger: Logger): Buffer {
 
 export async function startRoost(config: Config, options: StartOptions = {}): Promise<RunningRoost> {
   const logger = createLogger(config.logLevel, options.logDestination);
+  for (const warning of config.warnings ?? []) logger.warn(warning);
   // Before the storage opens: a key file that cannot be read stops the start with nothing open.
   const secretBox = new SecretBox(config.secretKey ?? secretKeyFile(config, logger));
   const storage = options.storage ?? (await openStorage(config, logger));

@@ -60,7 +60,39 @@ export function sendError(reply: FastifyReply, error: RoostError): FastifyReply 
   return reply.code(error.status).type('application/json; charset=utf-8').send(error.toJSON());
 }
 
+/** A 503's cause is logged at most once per cause in this long, with how many were not. */
+const UNAVAILABLE_LOG_EVERY_MS = 10_000;
+const UNAVAILABLE_CAUSES_KEPT = 64;
+
+/**
+ * Logs why storage answered 503 (too many clients, a timeout, a refused connection), one
+ * line per cause per period: an outage answers thousands of requests, and its cause needs
+ * saying once, not thousands of times.
+ */
+function unavailableLogger() {
+  const last = new Map<string, { at: number; suppressed: number }>();
+  return (request: FastifyRequest, cause: unknown) => {
+    if (cause === undefined) return;
+    const error = cause as { code?: unknown; message?: unknown };
+    const message = typeof error.message === 'string' ? error.message : 'no message';
+    const key = typeof error.code === 'string' ? error.code : message.slice(0, 80);
+    const now = Date.now();
+    const seen = last.get(key);
+    if (seen && now - seen.at < UNAVAILABLE_LOG_EVERY_MS) {
+      seen.suppressed++;
+      return;
+    }
+    if (last.size >= UNAVAILABLE_CAUSES_KEPT) last.clear();
+    last.set(key, { at: now, suppressed: 0 });
+    request.log.warn(
+      { cause: { code: error.code, message }, notLoggedSince: seen?.suppressed ?? 0 },
+      `answered 503 unavailable: ${message}`,
+    );
+  };
+}
+
 export function installErrorHandling(app: FastifyInstance, metrics: Metrics, maxBodyBytes: number): void {
+  const logUnavailable = unavailableLogger();
   // Collected as routes are added, to tell a wrong method (405) from an unknown path (404).
   const routes: Array<{ pattern: RegExp; methods: Set<string> }> = [];
   app.addHook('onRoute', (route) => {
@@ -98,8 +130,10 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics, max
     const error = fromStorage(thrown);
     if (error instanceof RoostError) {
       // Storage that cannot be reached answers 503 `unavailable`: count it with the crashes.
-      if (error.code === 'unavailable') metrics.storageErrors.inc();
-      else if (error.status < 500) metrics.refusals.inc({ code: error.code });
+      if (error.code === 'unavailable') {
+        metrics.storageErrors.inc();
+        logUnavailable(request, error.cause);
+      } else if (error.status < 500) metrics.refusals.inc({ code: error.code });
       return sendError(reply, error);
     }
     if (error.validation) {

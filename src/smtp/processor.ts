@@ -99,6 +99,11 @@ export class EmailProcessor {
   /** Workers terminated for running over, for tests and logs. */
   terminations = 0;
 
+  /** How many workers are parsing a message now (for tests and diagnostics). */
+  get parsing(): number {
+    return this.slots.filter(parsing).length;
+  }
+
   constructor(private readonly options: ProcessorOptions) {
     this.slots = Array.from({ length: options.workers }, () => ({
       worker: null,

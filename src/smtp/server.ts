@@ -52,6 +52,8 @@ export interface RunningSmtp {
   port: number;
   /** Workers stopped for running over their deadline (for tests and diagnostics). */
   readonly terminations: number;
+  /** Workers parsing a message now (for tests and diagnostics). */
+  readonly parsing: number;
   close(): Promise<void>;
 }
 
@@ -393,6 +395,9 @@ export async function startSmtpServer(
     port: actualPort,
     get terminations() {
       return processor.terminations;
+    },
+    get parsing() {
+      return processor.parsing;
     },
     close: () =>
       (closing ??= (async () => {

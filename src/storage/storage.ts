@@ -410,6 +410,12 @@ export interface Storage {
    */
   onExternalChange?(listener: (addressId: string) => void): () => void;
 
+  /**
+   * Engines shared by several processes: whether reports of commits made elsewhere arrive
+   * (for /readyz: polls held here would otherwise wait for their timeouts).
+   */
+  readonly wakeupsArriving?: boolean;
+
   /** Resolves when the storage answers; rejects otherwise (for /readyz). */
   ping(): Promise<void>;
   /** Finishes pending writes and closes. */

@@ -42,6 +42,8 @@ const asPostgres = (command: string) => execFileSync('su', ['postgres', '-c', co
 
 export interface Cluster {
   port: number;
+  /** The cluster's folder (the data directory is `data` inside it); readable by the postgres user. */
+  dir: string;
   /** postgres://postgres@127.0.0.1:port/postgres */
   url: string;
   start(): void;
@@ -55,7 +57,8 @@ export interface Cluster {
   destroy(): void;
 }
 
-export async function createCluster(): Promise<Cluster> {
+/** `serverOptions`: more `-c name=value` settings for the server, e.g. TLS files. */
+export async function createCluster(serverOptions = ''): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'roost-pg-'));
   chmodSync(dir, 0o777);
   const data = `${dir}/data`;
@@ -64,10 +67,11 @@ export async function createCluster(): Promise<Cluster> {
   let running = false;
   const cluster: Cluster = {
     port,
+    dir,
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     start() {
       asPostgres(
-        `${bin}/pg_ctl -D ${data} -o "-p ${port} -k ${dir} -c listen_addresses=127.0.0.1" -w -l ${dir}/log start >/dev/null`,
+        `${bin}/pg_ctl -D ${data} -o "-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 ${serverOptions}" -w -l ${dir}/log start >/dev/null`,
       );
       running = true;
     },

@@ -27,10 +27,16 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     try {
       await pingWithin(() => storage.ping(), READY_WITHIN_MS);
-      return { status: 'ready', storage: storage.engine };
     } catch {
       return sendError(reply, unavailable(`Storage (${storage.engine}) is not reachable.`));
     }
+    // A reachable database whose wake-ups do not arrive leaves polls held here waiting.
+    if (storage.wakeupsArriving === false)
+      return sendError(
+        reply,
+        unavailable(`Storage (${storage.engine}) is reachable, but wake-ups from other instances are not arriving.`),
+      );
+    return { status: 'ready', storage: storage.engine };
   });
 
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {

@@ -1,11 +1,18 @@
 // The PostgreSQL engine's plumbing, in one place: the pool and its options, a pooled
 // connection, one statement, one transaction (with its retries and how a broken connection
-// is let go), the migrations at start, and the named prepared statements every entity
-// module's SQL runs as. Connection failures become 503 `unavailable`; the pool reconnects
+// is let go), and the named prepared statements every entity module's SQL runs as (unnamed
+// through a transaction pooler). Waiting for the database and migrating it: start.ts. Connection failures become 503 `unavailable`; the pool reconnects
 // on its own, so a database restart is survived without restarting Roost.
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { PG_MIGRATIONS } from './migrations.js';
+import {
+  beginSql,
+  connectionSettings,
+  sessionSettingsSql,
+  UnnamedStatementClient,
+  type PoolMode,
+} from './connection-options.js';
+import { describeDatabase } from './start.js';
 import { databaseUnavailable, isConnectionLost, isRetryable, storageError } from './errors.js';
 
 /** What the engine takes from the configuration (the names are config.ts's, which supplies them). */
@@ -16,11 +23,15 @@ export interface PostgresOptions {
   /** statement_timeout in ms; 0 means none. */
   pgStatementTimeoutMs: number;
   pgConnectTimeoutMs: number;
+  /** A direct (or session-pooled) URL for the LISTEN connection; databaseUrl when unset. */
+  pgListenUrl?: string;
+  /** How connections reach the server (connection-options.ts); `auto` detects a pooler. */
+  pgPoolMode: PoolMode;
+  /** How long start waits for a database that is not ready (start.ts). */
+  pgStartTimeoutMs: number;
 }
 
-/** Advisory locks are (namespace, key) pairs; the namespace is "Roos" in ASCII. */
-export const ADVISORY_LOCKS = { namespace: 0x526f6f73, migration: 1, purge: 2 } as const;
-const { namespace: LOCK_NAMESPACE, migration: MIGRATION_LOCK } = ADVISORY_LOCKS;
+export { ADVISORY_LOCKS } from './start.js';
 
 /**
  * How much longer than statement_timeout the client waits for an answer before it gives
@@ -28,20 +39,11 @@ const { namespace: LOCK_NAMESPACE, migration: MIGRATION_LOCK } = ADVISORY_LOCKS;
  * stalled (stopped, swapping, partitioned away) never sends it: this bound does.
  */
 const ANSWER_GRACE_MS = 2_000;
-/** Migrations may run longer than any request (their statement_timeout is 0). */
-const NO_ANSWER_DEADLINE = { query_timeout: 2 ** 31 - 1 } as const;
-
-const SQL = {
-  migrationLock: 'SELECT pg_advisory_xact_lock($1, $2)',
-  createMigrationsTable:
-    'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)',
-  appliedMigrations: 'SELECT version FROM schema_migrations',
-  recordMigration: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)',
-} as const;
 
 /**
  * The engine's statements run as named prepared statements: each pooled connection parses
- * and plans one once instead of on every call. Migrations and other one-off SQL stay unnamed.
+ * and plans one once instead of on every call. Migrations and other one-off SQL stay unnamed,
+ * and so does everything through a transaction pooler (UnnamedStatementClient drops the names).
  */
 const STATEMENT_NAMES = new Map<string, string>();
 
@@ -72,48 +74,58 @@ const TYPES = {
       : (pg.types.getTypeParser(oid, format) as unknown)) as typeof pg.types.getTypeParser,
 };
 
-/** Redacts user and password: the description goes to logs and /readyz. */
-function describe(databaseUrl: string): string {
-  try {
-    const url = new URL(databaseUrl);
-    return `postgres://${url.host}${url.pathname}`;
-  } catch {
-    return 'postgres';
-  }
-}
-
 /** What a transaction's work decides: commit and return, or roll back and return. */
 export type Outcome<T> = { commit: T } | { rollback: T };
 
 export class PgConnection {
   readonly description: string;
   readonly pool: pg.Pool;
-  /** How a connection outside the pool (the LISTEN one) connects. */
-  readonly connection: pg.ClientConfig;
+  /** How the LISTEN connection, outside the pool, connects (ROOST_PG_LISTEN_URL, else DATABASE_URL). */
+  readonly listenConnection: pg.ClientConfig;
+  /** The setting the LISTEN connection's URL comes from, named in its errors. */
+  readonly listenSetting: string;
+  /** What opens a transaction: BEGIN, with the statement timeout when it cannot be per session. */
+  private readonly begin: string;
+  /** Through a transaction pooler, a lone statement also runs in a transaction, which carries the timeout. */
+  private readonly timeoutPerTransaction: boolean;
 
   constructor(
     config: PostgresOptions,
+    /** Whether statements are named and settings per session, or unnamed and per transaction. */
+    readonly poolMode: 'session' | 'transaction',
     private readonly logger?: Logger,
   ) {
     if (!config.databaseUrl) throw new Error('PostgresStorage needs DATABASE_URL');
-    this.description = describe(config.databaseUrl);
-    const connection: pg.ClientConfig = {
-      connectionString: config.databaseUrl,
+    this.description = describeDatabase(config.databaseUrl);
+    const common: pg.ClientConfig = {
       application_name: 'roost',
       // Bounds both opening a connection and waiting for a free one in a full pool.
       connectionTimeoutMillis: config.pgConnectTimeoutMs,
       keepAlive: true,
       types: TYPES,
     };
-    this.connection = connection;
-    const answerTimeout = config.pgStatementTimeoutMs > 0 ? config.pgStatementTimeoutMs + ANSWER_GRACE_MS : undefined;
+    const timeout = config.pgStatementTimeoutMs;
+    this.begin = beginSql(poolMode, timeout);
+    this.timeoutPerTransaction = poolMode === 'transaction' && timeout > 0;
+    const answerTimeout = timeout > 0 ? timeout + ANSWER_GRACE_MS : undefined;
     this.pool = new pg.Pool({
-      ...connection,
+      ...connectionSettings(config.databaseUrl, 'DATABASE_URL').config,
+      ...common,
       max: config.pgPoolSize,
-      // 0 means no limit in PostgreSQL too.
-      statement_timeout: config.pgStatementTimeoutMs,
       query_timeout: answerTimeout,
+      // The statement timeout is set by a statement, never as a startup parameter (which a
+      // pooler refuses); through a transaction pooler, inside each transaction instead.
+      // pg-pool waits for the promise onConnect returns before handing the client out; its types say void.
+      // eslint-disable-next-line @typescript-eslint/no-misused-promises
+      onConnect: poolMode === 'session' ? (client) => client.query(sessionSettingsSql(timeout)) : undefined,
+      Client: poolMode === 'transaction' ? UnnamedStatementClient : undefined,
     });
+    this.listenSetting = config.pgListenUrl ? 'ROOST_PG_LISTEN_URL' : 'DATABASE_URL';
+    this.listenConnection = {
+      ...connectionSettings(config.pgListenUrl ?? config.databaseUrl, this.listenSetting).config,
+      ...common,
+      query_timeout: config.pgConnectTimeoutMs,
+    };
     // pg-pool listens for 'error' on a client only while it is idle, and a pg client emits
     // 'error' when its connection dies; a checked-out client with no listener of its own
     // would take the process down (an unhandled 'error' event). This listener stays for
@@ -153,16 +165,37 @@ export class PgConnection {
     for (let attempt = 1; ; attempt++) {
       const db = await this.connect();
       try {
-        const result = await db.query<R>(statement(text, values));
+        const query = statement(text, values);
+        const result = this.timeoutPerTransaction
+          ? await this.inOwnTransaction<R>(db, query)
+          : await db.query<R>(query);
         db.release();
         return result;
       } catch (error) {
-        // A connection-level failure destroys the connection rather than pooling it again.
-        db.release(isConnectionLost(error) ? (error as Error) : undefined);
+        // A connection-level failure destroys the connection rather than pooling it again;
+        // so does one left inside a transaction that it cannot roll back.
+        const broken =
+          isConnectionLost(error) ||
+          (this.timeoutPerTransaction &&
+            (await db.query('ROLLBACK').then(
+              () => false,
+              () => true,
+            )));
+        db.release(broken ? (error as Error) : undefined);
         if (attempt < 3 && isRetryable(error)) continue;
         throw error;
       }
     }
+  }
+
+  private async inOwnTransaction<R extends pg.QueryResultRow>(
+    db: pg.PoolClient,
+    query: pg.QueryConfig,
+  ): Promise<pg.QueryResult<R>> {
+    await db.query(this.begin);
+    const result = await db.query<R>(query);
+    await db.query('COMMIT');
+    return result;
   }
 
   /**
@@ -177,7 +210,7 @@ export class PgConnection {
     for (let attempt = 1; ; attempt++) {
       const db = await this.connect();
       try {
-        await db.query('BEGIN');
+        await db.query(this.begin);
         const outcome = await work(db);
         await db.query('commit' in outcome ? 'COMMIT' : 'ROLLBACK');
         db.release();
@@ -194,25 +227,6 @@ export class PgConnection {
         throw storageError(error);
       }
     }
-  }
-
-  async migrate(): Promise<void> {
-    await this.transaction(async (db) => {
-      // A migration may take longer than a request may; it runs once, at start.
-      await db.query('SET LOCAL statement_timeout = 0');
-      const run = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) =>
-        db.query<R>({ text, values, ...NO_ANSWER_DEADLINE });
-      // Instances starting together queue here; each later one then finds the work done.
-      await run(SQL.migrationLock, [LOCK_NAMESPACE, MIGRATION_LOCK]);
-      await run(SQL.createMigrationsTable);
-      const applied = new Set((await run<{ version: number }>(SQL.appliedMigrations)).rows.map((r) => r.version));
-      for (const migration of PG_MIGRATIONS) {
-        if (applied.has(migration.version)) continue;
-        await run(migration.sql);
-        await run(SQL.recordMigration, [migration.version, migration.name, Date.now()]);
-      }
-      return { commit: undefined };
-    });
   }
 
   end(): Promise<void> {

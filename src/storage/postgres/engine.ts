@@ -34,7 +34,9 @@ import type {
 } from '../storage.js';
 import { PgConnection, type PostgresOptions } from './connection.js';
 import { databaseUnavailable } from './errors.js';
-import { WakeListener, type ListenerHeartbeat } from './listener.js';
+import { WAKE_CHANNEL, WakeListener, type ListenerHeartbeat } from './listener.js';
+import { ConnectionSettingError } from './connection-options.js';
+import { DatabaseStartError, describeDatabase, prepareDatabase } from './start.js';
 import { PgAddresses } from './addresses.js';
 import { PgViewTokens } from './credentials.js';
 import { PgSenders } from './senders.js';
@@ -47,6 +49,9 @@ import { PgCallbacks } from './callbacks.js';
 
 export type { ListenerHeartbeat } from './listener.js';
 export { ADVISORY_LOCKS, type PostgresOptions } from './connection.js';
+
+/** A wake-up whose payload names no address: the listener's proof that NOTIFY reaches it. */
+const PROBE_WAKE = `SELECT pg_notify('${WAKE_CHANNEL}', $1)`;
 
 export class PostgresStorage implements Storage {
   readonly engine = 'postgres' as const;
@@ -64,7 +69,8 @@ export class PostgresStorage implements Storage {
   private readonly callbacks: PgCallbacks;
 
   /**
-   * Connects, migrates (safely when several instances start together) and starts listening.
+   * Waits for the database, brings its schema to this build's (start.ts), then opens the
+   * pool and the LISTEN connection, proving that a NOTIFY sent through the pool reaches it.
    * `options.listenerHeartbeat` is for tests, which cannot wait 30 s.
    */
   static async open(
@@ -72,9 +78,15 @@ export class PostgresStorage implements Storage {
     logger?: Logger,
     options: { listenerHeartbeat?: ListenerHeartbeat } = {},
   ): Promise<PostgresStorage> {
-    const storage = new PostgresStorage(config, logger, options.listenerHeartbeat);
+    const prepared = await prepareDatabase(config, logger).catch((error: unknown) => {
+      if (error instanceof DatabaseStartError || error instanceof ConnectionSettingError) throw error;
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new Error(`Cannot open PostgreSQL at ${describeDatabase(config.databaseUrl ?? '')}: ${reason}`, {
+        cause: error,
+      });
+    });
+    const storage = new PostgresStorage(config, prepared.mode, logger, options.listenerHeartbeat);
     try {
-      await storage.db.migrate();
       await storage.listener.start();
     } catch (error) {
       await storage.close();
@@ -88,8 +100,13 @@ export class PostgresStorage implements Storage {
     return storage;
   }
 
-  private constructor(config: PostgresOptions, logger?: Logger, listenerHeartbeat?: ListenerHeartbeat) {
-    this.db = new PgConnection(config, logger);
+  private constructor(
+    config: PostgresOptions,
+    mode: 'session' | 'transaction',
+    logger?: Logger,
+    listenerHeartbeat?: ListenerHeartbeat,
+  ) {
+    this.db = new PgConnection(config, mode, logger);
     this.description = this.db.description;
     // Appends, and address look-ups, that arrive together go as one statement. One waits
     // for a batch to take it no longer than for a pooled connection (pgConnectTimeoutMs):
@@ -107,12 +124,13 @@ export class PostgresStorage implements Storage {
     this.buckets = new PgRateBuckets(this.db);
     this.callbacks = new PgCallbacks(this.db);
     this.listener = new WakeListener(
-      { ...this.db.connection, query_timeout: config.pgConnectTimeoutMs },
+      this.db.listenConnection,
       (addressId) => {
         for (const listener of this.changeListeners) listener(addressId);
       },
       logger,
       listenerHeartbeat,
+      { setting: this.db.listenSetting, send: (payload) => this.db.query(PROBE_WAKE, [payload]) },
     );
   }
 
@@ -263,6 +281,16 @@ export class PostgresStorage implements Storage {
 
   get listening(): boolean {
     return this.listener.connected;
+  }
+
+  /** Whether wake-ups from other instances arrive (the LISTEN connection is up and hears), give or take a reconnect. */
+  get wakeupsArriving(): boolean {
+    return this.listener.arriving;
+  }
+
+  /** Whether statements are named and settings per session, or unnamed and per transaction. */
+  get poolMode(): 'session' | 'transaction' {
+    return this.db.poolMode;
   }
 
   async ping(): Promise<void> {

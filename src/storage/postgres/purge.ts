@@ -1,9 +1,10 @@
 // Housekeeping on PostgreSQL: expired addresses and events past retention go in bounded
-// statements, each committing on its own, on one instance at a time (a session advisory
-// lock, tried and not waited for: an instance that does not get it skips this sweep).
+// batches, each a transaction of its own, on one instance at a time: each batch first tries
+// a transaction-scoped advisory lock, which holds through a transaction pooler, and an
+// instance that does not get it stops this sweep (another is doing the work).
 import type { PurgeResult } from '../storage.js';
-import { ADVISORY_LOCKS, namedStatements, type PgConnection } from './connection.js';
-import { storageError } from './errors.js';
+import type pg from 'pg';
+import { ADVISORY_LOCKS, namedStatements, statement, type PgConnection } from './connection.js';
 import { WAKE_CHANNEL } from './listener.js';
 
 /**
@@ -14,8 +15,8 @@ const PURGE_BATCH_ADDRESSES = 500;
 const PURGE_BATCH_EVENTS = 1000;
 
 const SQL = namedStatements('purge', {
-  tryLock: 'SELECT pg_try_advisory_lock($1, $2) AS locked',
-  unlock: 'SELECT pg_advisory_unlock($1, $2)',
+  // Held until its batch's transaction ends, on whichever server connection that is.
+  tryLock: 'SELECT pg_try_advisory_xact_lock($1, $2) AS locked',
   // SKIP LOCKED: an address locked by a racing delete is left for the next sweep rather
   // than waited for. The events go by cascade; the count reads them before it runs.
   expiredAddresses: `
@@ -58,37 +59,30 @@ const SQL = namedStatements('purge', {
 export async function purge(connection: PgConnection, now: number, retainAfter: number): Promise<PurgeResult> {
   const { namespace, purge: key } = ADVISORY_LOCKS;
   const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
-  const db = await connection.connect();
-  let broken: Error | undefined;
-  try {
-    const { rows } = await db.query<{ locked: boolean }>(SQL.tryLock, [namespace, key]);
-    if (!rows[0].locked) return result;
-    try {
-      for (;;) {
-        const emptied = await db.query(SQL.eventsOfExpired, [now]);
-        if (!emptied.rowCount) break;
-        result.eventsPurged += emptied.rowCount;
-      }
-      for (;;) {
-        const expired = await db.query<{ id: string; events: number }>(SQL.expiredAddresses, [now]);
-        if (expired.rows.length === 0) break;
-        result.expiredAddressIds.push(...expired.rows.map((r) => r.id));
-        result.eventsPurged += expired.rows[0].events;
-      }
-      for (;;) {
-        const old = await db.query<{ purged: number }>(SQL.oldEvents, [retainAfter]);
-        if (!old.rows[0].purged) break;
-        result.eventsPurged += old.rows[0].purged;
-      }
-    } finally {
-      await db.query(SQL.unlock, [namespace, key]).catch((error: Error) => (broken = error));
-    }
-    return result;
-  } catch (error) {
-    broken = error instanceof Error ? error : new Error(String(error));
-    throw storageError(error);
-  } finally {
-    // A connection that could not unlock is destroyed, and its session lock with it.
-    db.release(broken);
+  const batch = <R extends pg.QueryResultRow>(text: string, values: unknown[]) =>
+    connection.transaction<pg.QueryResult<R> | undefined>(async (db) => {
+      const { rows } = await db.query<{ locked: boolean }>(statement(SQL.tryLock, [namespace, key]));
+      if (!rows[0].locked) return { rollback: undefined };
+      return { commit: await db.query<R>(statement(text, values)) };
+    });
+  for (;;) {
+    const emptied = await batch(SQL.eventsOfExpired, [now]);
+    if (!emptied) return result;
+    if (!emptied.rowCount) break;
+    result.eventsPurged += emptied.rowCount;
   }
+  for (;;) {
+    const expired = await batch<{ id: string; events: number }>(SQL.expiredAddresses, [now]);
+    if (!expired) return result;
+    if (expired.rows.length === 0) break;
+    result.expiredAddressIds.push(...expired.rows.map((r) => r.id));
+    result.eventsPurged += expired.rows[0].events;
+  }
+  for (;;) {
+    const old = await batch<{ purged: number }>(SQL.oldEvents, [retainAfter]);
+    if (!old) return result;
+    if (!old.rows[0].purged) break;
+    result.eventsPurged += old.rows[0].purged;
+  }
+  return result;
 }

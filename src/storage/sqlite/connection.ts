@@ -27,7 +27,14 @@ export function restrictToOwner(path: string): void {
   for (const file of [path, `${path}.lock`, `${path}-wal`, `${path}-shm`]) if (existsSync(file)) chmodSync(file, 0o600);
 }
 
-export function migrate(db: Database.Database): void {
+/** The schema version this build knows: the highest migration it carries. */
+export const SQLITE_SCHEMA_VERSION = Math.max(...SQLITE_MIGRATIONS.map((m) => m.version));
+
+/**
+ * Applies the migrations the file lacks, and returns the schema version before and after.
+ * A file migrated by a newer Roost is refused: this build would misread what it does not know.
+ */
+export function migrate(db: Database.Database): { before: number; after: number } {
   // Migration 4 places each event by the millisecond its id carries.
   db.function('roost_ms_of_id', { deterministic: true }, (id: unknown) => (typeof id === 'string' ? msOfId(id) : null));
   db.exec(
@@ -39,6 +46,12 @@ export function migrate(db: Database.Database): void {
       .all()
       .map((r) => r.version),
   );
+  const before = Math.max(0, ...applied);
+  if (before > SQLITE_SCHEMA_VERSION)
+    throw new Error(
+      `the database schema is at version ${before}, newer than this build of Roost knows (version ${SQLITE_SCHEMA_VERSION}): ` +
+        'a newer Roost has migrated it. Run that newer Roost, or restore the copy of the file taken before the upgrade',
+    );
   const apply = db.transaction((m: (typeof SQLITE_MIGRATIONS)[number]) => {
     if (m.onlyIf === undefined || db.prepare(m.onlyIf).pluck().get()) db.exec(m.sql);
     db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
@@ -48,6 +61,7 @@ export function migrate(db: Database.Database): void {
     );
   });
   for (const migration of SQLITE_MIGRATIONS) if (!applied.has(migration.version)) apply.immediate(migration);
+  return { before, after: SQLITE_SCHEMA_VERSION };
 }
 
 /**
