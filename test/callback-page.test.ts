@@ -99,8 +99,8 @@ describe('the callback question page in Chromium', { skip: browserSkip }, () => 
       await page.goto(cb.url);
       await page.fill('textarea[name="comment"]', 'after 18:00 <please>');
       await Promise.all([page.waitForNavigation(), page.click('button[value="Later"]')]);
-      assert.match(await page.textContent('main'), /Your answer was recorded:\s*Later/);
-      assert.match(await page.textContent('main'), /after 18:00 <please>/);
+      assert.match((await page.textContent('main')) ?? '', /Your answer was recorded:\s*Later/);
+      assert.match((await page.textContent('main')) ?? '', /after 18:00 <please>/);
       const done = await state(cb.id);
       assert.equal(done.callback.status, 'completed');
       assert.equal(done.callback.human.answer, 'Later');
@@ -115,7 +115,7 @@ describe('the callback question page in Chromium', { skip: browserSkip }, () => 
 
       // Back to the form (as a second person with the same link would), another button.
       await page.goto(cb.url);
-      assert.match(await page.textContent('main'), /already answered:\s*Later/);
+      assert.match((await page.textContent('main')) ?? '', /already answered:\s*Later/);
       const second = await request('', 'POST', cb.url, {
         rawBody: 'answer=No',
         headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
