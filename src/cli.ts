@@ -17,6 +17,7 @@ import { appendDeadLetter } from './client/dead-letter.js';
 import { forwardEvents } from './client/forwarder.js';
 import { retryTransient } from './client/retry.js';
 import { PROVIDER_NAMES } from './core/senders/provider.js';
+import { addCallbackCommands } from './cli/callback.js';
 import type { UpdateAddress } from './credential-schemas.js';
 import type { PutSender } from './sender-schemas.js';
 import type { CreateAddress, CreateEvent, Event } from './schemas.js';
@@ -825,6 +826,8 @@ function buildProgram(): Command {
     .option('--metadata <key=value>', 'a metadata entry (repeatable)', collect)
     .option('--key <key>', 'Idempotency-Key: a repeat with the same key queues nothing new')
     .action(send);
+
+  addCallbackCommands(program, { withCredentials, addressClient, printJson, wholeNumber });
 
   withCredentials(program.command('listen'))
     .description(
