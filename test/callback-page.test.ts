@@ -66,7 +66,7 @@ describe('the callback question page in Chromium', { skip: browserSkip }, () => 
     try {
       const response = await page.goto(cb.url);
       assert.equal(response?.status(), 200);
-      const csp = response!.headers()['content-security-policy'];
+      const csp = response.headers()['content-security-policy'];
       assert.match(csp, /default-src 'none'/);
       assert.match(csp, /form-action 'self'/);
       assert.doesNotMatch(csp, /unsafe-inline|script-src/);
