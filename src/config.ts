@@ -60,7 +60,7 @@ export interface Config {
   maxTtlSeconds?: number;
   /** Live view tokens one address may hold at once. */
   maxViewTokens: number;
-  /** Waiting callbacks per address (ROOST_MAX_CALLBACKS; docs/api.md §3.5). */
+  /** Waiting callbacks per address (ROOST_MAX_CALLBACKS; docs/api.md §3.6). */
   maxCallbacks: number;
   logLevel: string;
   /** How often expired addresses and old events are purged (docs/api.md §2: within a minute). */

@@ -1,4 +1,4 @@
-// One-shot callbacks over real HTTP on every engine (docs/api.md §3.5): create and create
+// One-shot callbacks over real HTTP on every engine (docs/api.md §3.6): create and create
 // again with the same key, a held wait answered by the delivery, complete_when keeping
 // every delivery, duplicates, cancel and expiry (410, callback.expired in the queue),
 // multi-waits (any, all), the limit, view tokens, and a wait on one PostgreSQL instance

@@ -1,4 +1,4 @@
-// The page a person answers a callback's question on (docs/api.md §3.5), in real Chromium
+// The page a person answers a callback's question on (docs/api.md §3.6), in real Chromium
 // on a phone-sized screen: it shows the question with one button per option and a comment
 // box, works with JavaScript off, loads nothing but itself under its strict policy, a GET
 // completes nothing, a button answers, a second answer is shown the first, an answer not

@@ -1,4 +1,4 @@
-// The wire shapes of callbacks (docs/api.md §3.5), as the client sees them.
+// The wire shapes of callbacks (docs/api.md §3.6), as the client sees them.
 
 export type CallbackStatus = 'waiting' | 'completed' | 'expired' | 'cancelled';
 

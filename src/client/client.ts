@@ -346,7 +346,7 @@ export class RoostClient {
     return `/api/v1/addresses/${encodeURIComponent(this.addressId)}`;
   }
 
-  /** POST …/callbacks: a one-shot callback URL; with a `key` already used, that callback (docs/api.md §3.5). */
+  /** POST …/callbacks: a one-shot callback URL; with a `key` already used, that callback (docs/api.md §3.6). */
   async createCallback(
     request: CreateCallback = {},
     options: { signal?: AbortSignal } = {},

@@ -1,4 +1,4 @@
-// One-shot callbacks (docs/api.md §3.5): a secret URL per expected answer, created idempotently
+// One-shot callbacks (docs/api.md §3.6): a secret URL per expected answer, created idempotently
 // on the caller's key, whose deliveries are events of the address (type callback.delivery,
 // source callback) and whose first matching delivery completes it — once, by the storage's
 // conditional UPDATE. Waits hold on the address's waiters (waiters.ts), which every
@@ -39,7 +39,7 @@ export const CALLBACK_DELIVERY_TYPE = 'callback.delivery';
 export const CALLBACK_EXPIRED_TYPE = 'callback.expired';
 export const CALLBACK_SOURCE = 'callback';
 
-/** Bounds of a callback's fields (docs/api.md §3.5). */
+/** Bounds of a callback's fields (docs/api.md §3.6). */
 export const CALLBACK_LIMITS = {
   key: 200,
   label: 100,
@@ -54,7 +54,7 @@ export const CALLBACK_LIMITS = {
   list: 1000,
 } as const;
 
-/** Without an address expiry, a callback lives this long unless told (docs/api.md §3.5). */
+/** Without an address expiry, a callback lives this long unless told (docs/api.md §3.6). */
 const DEFAULT_LIFETIME_MS = 7 * 24 * 3600 * 1000;
 /** Due callbacks one expiry pass takes at a time. */
 const EXPIRY_BATCH = 100;

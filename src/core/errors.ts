@@ -167,7 +167,7 @@ export const senderKeyMismatch = () =>
 export const callbackNotFound = () =>
   new RoostError('callback_not_found', 404, 'This return address has no callback with this id.');
 
-/** The address holds ROOST_MAX_CALLBACKS waiting callbacks (docs/api.md §3.5). */
+/** The address holds ROOST_MAX_CALLBACKS waiting callbacks (docs/api.md §3.6). */
 export const callbackLimit = (max: number) =>
   new RoostError(
     'callback_limit',
@@ -183,6 +183,6 @@ export const callbackGone = (status: 'expired' | 'cancelled') =>
     `This callback ${status === 'expired' ? 'has expired' : 'was cancelled'}; nothing was stored.`,
   );
 
-/** An answer to a person's question that is not one of its options (docs/api.md §3.5). */
+/** An answer to a person's question that is not one of its options (docs/api.md §3.6). */
 export const invalidAnswer = (options: readonly string[]) =>
   invalidRequest(`"answer" must be one of the options: ${options.map((o) => JSON.stringify(o)).join(', ')}.`);

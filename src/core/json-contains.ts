@@ -1,7 +1,7 @@
 // Whether one JSON value contains another, as PostgreSQL's jsonb @> decides it: an object
 // contains an object whose keys it has with contained values, an array contains an array
 // whose every element it contains, and scalars contain what equals them. Used by a
-// callback's complete_when (docs/api.md §3.5); bounded by the depth both values were
+// callback's complete_when (docs/api.md §3.6); bounded by the depth both values were
 // checked against when they were accepted.
 export function jsonContains(value: unknown, pattern: unknown): boolean {
   if (pattern === null || typeof pattern !== 'object') return value === pattern;

@@ -42,7 +42,7 @@ export const newViewTokenId = () => `vt_${random(16)}`;
 export const newCallbackId = () => `cb_${random(16)}`;
 
 /**
- * The secret of a callback URL (docs/api.md §3.5): an HMAC of its id keyed by the read
+ * The secret of a callback URL (docs/api.md §3.6): an HMAC of its id keyed by the read
  * token, so that the read token can show the URL again while only its digest is stored;
  * a view token cannot derive it, and a URL reveals nothing of the token.
  */

@@ -675,7 +675,7 @@ export class RoostService {
     /**
      * The delivery that settles a waiting callback (its completion or its expiry event):
      * never refused for capacity. Each waiting callback settles once, so the room it may
-     * take beyond the queue's bounds is one event per waiting callback (docs/api.md §3.5).
+     * take beyond the queue's bounds is one event per waiting callback (docs/api.md §3.6).
      */
     settlesCallback = false,
   ): Promise<DeliveryResult> {

@@ -13,7 +13,7 @@ export class Sweeper {
     private readonly service: RoostService,
     private readonly intervalMs: number,
     private readonly logger: Logger,
-    /** Callbacks expire and are purged on the same timer (docs/api.md §3.5). */
+    /** Callbacks expire and are purged on the same timer (docs/api.md §3.6). */
     private readonly callbacks?: CallbackService,
   ) {}
 

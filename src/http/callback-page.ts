@@ -1,4 +1,4 @@
-// The page a person answers a callback's question on (docs/api.md §3.5): the question, one
+// The page a person answers a callback's question on (docs/api.md §3.6): the question, one
 // button per option, a comment box when allowed. No script, no request to anyone else: a
 // strict Content-Security-Policy allows this page's own style (by hash) and a form posting
 // to its own URL, nothing more. Every text a caller wrote is escaped. GET shows; only the

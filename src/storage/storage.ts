@@ -234,10 +234,10 @@ export interface PurgeResult {
   eventsPurged: number;
 }
 
-/** Where a callback stands (docs/api.md §3.5): it leaves `waiting` once, and never comes back. */
+/** Where a callback stands (docs/api.md §3.6): it leaves `waiting` once, and never comes back. */
 export type CallbackStatus = 'waiting' | 'completed' | 'expired' | 'cancelled';
 
-/** A one-shot callback URL of an address (docs/api.md §3.5). */
+/** A one-shot callback URL of an address (docs/api.md §3.6). */
 export interface CallbackRecord {
   id: string;
   addressId: string;
@@ -377,7 +377,7 @@ export interface Storage {
   purge(now: number, retainAfter: number): Promise<PurgeResult>;
 
   /**
-   * Callbacks (docs/api.md §3.5). Create is idempotent on (address, key) by the unique
+   * Callbacks (docs/api.md §3.6). Create is idempotent on (address, key) by the unique
    * index; completion is one conditional UPDATE of a waiting callback, so it happens at most
    * once whatever races it; expiry and cancellation are the same from `waiting`.
    */

@@ -1,4 +1,4 @@
-// Callbacks at the Storage interface of every engine (docs/api.md §3.5): create is
+// Callbacks at the Storage interface of every engine (docs/api.md §3.6): create is
 // idempotent on key by the unique index, the waiting limit holds, a callback completes at
 // most once however many completions race, and expiry, cancellation, listing and purge.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The callback URL (docs/api.md §3.5): /api/v1/inbox/{addressId}/callbacks/{callbackId}/{secret}.
+// The callback URL (docs/api.md §3.6): /api/v1/inbox/{addressId}/callbacks/{callbackId}/{secret}.
 // Write-only like the inbox: a wrong address, id or secret is the inbox's 404, an expired or
 // cancelled callback 410. POST stores the request as raw capture does (any body) as a
 // callback.delivery event; a callback with `human` takes an answer instead (the page's

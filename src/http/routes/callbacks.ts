@@ -1,4 +1,4 @@
-// Callbacks with the address's bearer token (docs/api.md §3.5): POST …/callbacks (create,
+// Callbacks with the address's bearer token (docs/api.md §3.6): POST …/callbacks (create,
 // idempotent on key), GET …/callbacks (list, wait for any or all), GET …/callbacks/{id}
 // (one, wait for it), DELETE …/callbacks/{id} (cancel). The callback URL itself is
 // callback-url.ts.
@@ -103,7 +103,7 @@ export const CallbackSchema = Type.Object(
       }),
     ),
   },
-  { title: 'Callback', description: 'A one-shot callback URL and where it stands (docs/api.md §3.5).' },
+  { title: 'Callback', description: 'A one-shot callback URL and where it stands (docs/api.md §3.6).' },
 );
 
 const CallbackResponseSchema = Type.Object({ callback: CallbackSchema }, { title: 'CallbackResponse' });

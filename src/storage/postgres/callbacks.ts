@@ -1,4 +1,4 @@
-// Callbacks on PostgreSQL (docs/api.md §3.5). Create takes the address row lock, so the
+// Callbacks on PostgreSQL (docs/api.md §3.6). Create takes the address row lock, so the
 // count of waiting callbacks holds against concurrent creates, and finds an existing key by
 // the unique index (INSERT … ON CONFLICT DO NOTHING, then the row that holds the key).
 // Every change of status is one UPDATE conditional on `waiting`: a callback leaves it

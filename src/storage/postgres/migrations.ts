@@ -187,7 +187,7 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
   {
     version: 11,
     name: 'callbacks: one-shot URLs answered by machines and people',
-    // docs/api.md §3.5: one row per callback URL. The unique index on (address_id, key)
+    // docs/api.md §3.6: one row per callback URL. The unique index on (address_id, key)
     // makes create idempotent on the caller's key (a second insert finds the first), and
     // every change of status is an UPDATE … WHERE status = 'waiting', so a callback leaves
     // `waiting` once. Only the digest of the URL's secret is kept.

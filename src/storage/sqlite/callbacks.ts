@@ -1,4 +1,4 @@
-// Callbacks on SQLite (docs/api.md §3.5): read on the event loop's connection, written on
+// Callbacks on SQLite (docs/api.md §3.6): read on the event loop's connection, written on
 // the writer thread's. Create finds an existing key by the unique index (INSERT … ON
 // CONFLICT DO NOTHING, then the row that holds the key); every change of status is
 // conditional on `waiting`, so a callback leaves it once.
