@@ -460,8 +460,8 @@ export class CallbackService {
     const callback = address ? await this.storage.getCallback(addressId, id) : null;
     if (!address || !callback || !secretMatches(secret, callback.secretDigest)) throw inboxNotFound();
     if (callback.status === 'cancelled') throw callbackGone('cancelled');
-    if (callback.status === 'expired' || (callback.status === 'waiting' && callback.expiresAt <= now))
-      throw callbackGone('expired');
+    // Past its expiry the URL is closed whatever came before (the sweeper marks a waiting one).
+    if (callback.status === 'expired' || callback.expiresAt <= now) throw callbackGone('expired');
     return { address, callback };
   }
 
