@@ -1,6 +1,6 @@
 // The address's callbacks (docs/api.md §3.6): status, key, label, a person's question and
 // answer, each with a button that narrows the event list to its deliveries. Read again
-// whenever a callback event arrives; hidden while the address has none.
+// whenever a callback event arrives or a waiting one settles; hidden while there are none.
 import { useEffect, useState } from 'preact/hooks';
 import { addressPath, apiCall } from './api';
 import { visible } from './format';
@@ -14,6 +14,9 @@ export interface CallbackSummary {
   human: { question: string; answer: string | null; comment: string | null } | null;
 }
 
+/** Waiting callbacks the page holds a wait on at once. */
+const MAX_WATCHED = 50;
+
 interface Props {
   addressId: string;
   token: string;
@@ -26,14 +29,23 @@ interface Props {
 export function CallbackPanel({ addressId, token, revision, filter, onFilter }: Props) {
   const [callbacks, setCallbacks] = useState<CallbackSummary[]>([]);
   useEffect(() => {
-    let active = true;
-    apiCall<{ callbacks: CallbackSummary[] }>(`${addressPath(addressId)}/callbacks`, token).then(
-      (found) => active && setCallbacks(found.callbacks),
-      () => undefined, // the event list says what is wrong with the token or the address
-    );
-    return () => {
-      active = false;
-    };
+    const stop = new AbortController();
+    const path = `${addressPath(addressId)}/callbacks`;
+    const list = (query = '') =>
+      apiCall<{ callbacks: CallbackSummary[] }>(`${path}${query}`, token, { signal: stop.signal });
+    // Read them all, then hold a wait on the waiting ones (the first 50: a URL stays short)
+    // until one of them settles, and read again: a completion lands just after its event.
+    void (async () => {
+      for (;;) {
+        const found = (await list()).callbacks;
+        if (stop.signal.aborted) return;
+        setCallbacks(found);
+        const waiting = found.filter((callback) => callback.status === 'waiting').slice(0, MAX_WATCHED);
+        if (waiting.length === 0) return;
+        await list(`?ids=${waiting.map((callback) => encodeURIComponent(callback.id)).join(',')}&wait=25&mode=any`);
+      }
+    })().catch(() => undefined); // the event list says what is wrong with the token or the address
+    return () => stop.abort();
   }, [addressId, token, revision]);
   if (callbacks.length === 0) return null;
   return (
