@@ -111,6 +111,21 @@ await forEachEngine(
       assert.equal(got.body.callback.event_id, events[1].id);
     });
 
+    it('twenty different deliveries at once: every one kept, exactly one completes it', async () => {
+      const a = await createAddress(base());
+      const cb = (await createCallback(base(), a)).body.callback;
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => post(cb.url, { i })));
+      assert.ok(answers.every((res) => res.status === 202));
+      const got = await request(base(), 'GET', `/api/v1/addresses/${a.id}/callbacks/${cb.id}`, { token: a.token });
+      assert.equal(got.body.callback.status, 'completed');
+      assert.equal(got.body.callback.deliveries, 20);
+      const events = (await listEvents(base(), a)).body.events;
+      assert.equal(events.length, 20);
+      // The completing event is one of them, and its body is what the wait shows.
+      const completing = events.find((e: { id: string }) => e.id === got.body.callback.event_id);
+      assert.deepEqual(completing.data.body, got.body.body);
+    });
+
     it('a byte-identical repeat, or the same Idempotency-Key, is a duplicate that shows no event', async () => {
       const a = await createAddress(base());
       const cb = (await createCallback(base(), a, { complete_when: { body_contains: { done: true } } })).body.callback;
