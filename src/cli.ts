@@ -9,6 +9,7 @@ import './require-node.js';
 import { Command, CommanderError } from 'commander';
 import { RoostError, RoostNetworkError } from './client/errors.js';
 import { registerAddress, registerUpdate } from './cli/address.js';
+import { registerCallback } from './cli/callback.js';
 import { registerCreate } from './cli/create.js';
 import { VERSION } from './cli/credentials.js';
 import { registerAck, registerEvents } from './cli/events.js';
@@ -43,6 +44,7 @@ function buildProgram(): Command {
   registerSender(program);
   registerSend(program);
   registerListen(program);
+  registerCallback(program);
   return program;
 }
 

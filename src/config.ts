@@ -60,6 +60,8 @@ export interface Config {
   maxTtlSeconds?: number;
   /** Live view tokens one address may hold at once. */
   maxViewTokens: number;
+  /** Waiting callbacks per address (ROOST_MAX_CALLBACKS; docs/api.md §3.6). */
+  maxCallbacks: number;
   logLevel: string;
   /** How often expired addresses and old events are purged (docs/api.md §2: within a minute). */
   sweepIntervalMs: number;
@@ -146,6 +148,7 @@ export const ENV_VARS = [
   'ROOST_DEFAULT_TTL_SECONDS',
   'ROOST_MAX_TTL_SECONDS',
   'ROOST_MAX_VIEW_TOKENS',
+  'ROOST_MAX_CALLBACKS',
   'LOG_LEVEL',
   'ROOST_SWEEP_INTERVAL_MS',
   'ROOST_MAX_WAITERS_PER_ADDRESS',
@@ -429,6 +432,7 @@ export function loadConfig(env: Env = {}): Config {
     defaultTtlSeconds,
     maxTtlSeconds,
     maxViewTokens: integer(env, 'ROOST_MAX_VIEW_TOKENS', 20, 1, 1000),
+    maxCallbacks: integer(env, 'ROOST_MAX_CALLBACKS', 1000, 1, 100_000),
     logLevel,
     sweepIntervalMs: integer(env, 'ROOST_SWEEP_INTERVAL_MS', 30_000, 50, 3_600_000),
     shutdownGraceMs: 10_000,

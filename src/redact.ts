@@ -13,7 +13,7 @@ export interface RoutedRequest {
 
 const REDACTED = '[REDACTED]';
 /** Route parameters that hold a secret. */
-const SECRET_PARAMS = new Set(['secret']);
+const SECRET_PARAMS = new Set(['secret', 'callbackSecret']);
 /** Query parameters whose values are credentials, whatever they look like. */
 const SECRET_QUERY = /token|secret|key|auth|pass|sig|credential/i;
 

@@ -8,6 +8,7 @@ import { Metrics } from './core/metrics.js';
 import { SecretBox, keyFromFile } from './core/secret-box.js';
 import { RoostService, type Clock } from './core/service.js';
 import { Sweeper } from './core/sweeper.js';
+import { CallbackService } from './core/callbacks.js';
 import { Waiters } from './core/waiters.js';
 import { buildApp } from './http/app.js';
 import { describeClientIp } from './http/client-ip.js';
@@ -74,12 +75,13 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
     () => waiters.subscribed,
   );
   const service = new RoostService(storage, waiters, config, metrics, options.clock, secretBox);
+  const callbacks = new CallbackService(service, storage, waiters, config, options.clock);
   // Commits made by other instances (PostgreSQL) wake the polls held here.
   const stopListening = storage.onExternalChange?.((addressId) =>
     addressId === ANY_ADDRESS ? waiters.wakeAll() : waiters.wake(addressId),
   );
 
-  const app = await buildApp({ config, service, storage, waiters, metrics, logger });
+  const app = await buildApp({ config, service, callbacks, storage, waiters, metrics, logger });
   let url: string;
   let smtp: RunningSmtp | null;
   try {
@@ -112,7 +114,7 @@ export async function startRoost(config: Config, options: StartOptions = {}): Pr
   }
   const smtpPort: number | null = smtp?.port ?? null;
 
-  const sweeper = new Sweeper(service, config.sweepIntervalMs, logger);
+  const sweeper = new Sweeper(service, config.sweepIntervalMs, logger, callbacks);
   sweeper.start();
 
   // docs/api.md §10: the start-up line is printed whatever LOG_LEVEL says (unless silent).

@@ -236,7 +236,7 @@ describe('MCP refuses foreign browser origins and hosts (DNS rebinding)', () => 
       assert.equal(await metric(base, 'roost_refusals_total{code="forbidden_origin"}'), 1);
       const own = await listTools(base, { origin: new URL(server.config.baseUrl).origin });
       assert.equal(own.status, 200);
-      assert.equal(own.body.result.tools.length, 14); // create and the thirteen address tools
+      assert.equal(own.body.result.tools.length, 18); // create and the seventeen address tools
       const noOrigin = await listTools(base, {});
       assert.deepEqual(noOrigin.body, own.body, 'the same list, built once');
     } finally {

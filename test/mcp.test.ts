@@ -14,18 +14,22 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 
 const ADDRESS_TOOLS = [
   'ack_event',
+  'cancel_callback',
   'clear_sender',
   'configure_sender',
+  'create_callback',
   'create_view_token',
   'delete_return_address',
   'get_return_address',
   'get_sender',
+  'list_callbacks',
   'list_view_tokens',
   'poll_events',
   'revoke_view_token',
   'rotate_inbox_secret',
   'rotate_read_token',
   'update_return_address',
+  'wait_for_callbacks',
 ];
 
 /** An SDK client on `path`; tools are listed first so that every result is checked against its outputSchema. */

@@ -25,6 +25,7 @@ import type {
 } from '../contract/credential-schemas.js';
 import type { PutSender, Sender, SenderResponse } from '../contract/sender-schemas.js';
 import type { BackoffOptions } from './backoff.js';
+import type { Callback, CallbackSelection, CreateCallback } from './callback-types.js';
 import { parseCredentials } from './credentials.js';
 import { RoostError, RoostNetworkError, describeNetworkFailure } from './errors.js';
 import { retryTransient } from './retry.js';
@@ -393,6 +394,84 @@ export class RoostClient {
       );
     }
     return `/api/v1/addresses/${encodeURIComponent(this.addressId)}`;
+  }
+
+  /** POST …/callbacks: a one-shot callback URL; with a `key` already used, that callback (docs/api.md §3.6). */
+  async createCallback(
+    request: CreateCallback = {},
+    options: { signal?: AbortSignal } = {},
+  ): Promise<{ callback: Callback; created: boolean }> {
+    const res = await this.#request<{ callback: Callback }>('POST', `${this.#addressPath()}/callbacks`, {
+      body: request,
+      signal: options.signal,
+    });
+    return { callback: res.body.callback, created: res.status === 201 };
+  }
+
+  /**
+   * GET …/callbacks/{id}: the callback and, once completed, the completing delivery's body.
+   * With `wait` (≤ 25 s), held until it leaves `waiting`.
+   */
+  async getCallback(
+    callbackId: string,
+    options: { wait?: number; includeEvent?: boolean; signal?: AbortSignal } = {},
+  ): Promise<{ callback: Callback; body: unknown; event?: Event | null }> {
+    const path = `${this.#addressPath()}/callbacks/${encodeURIComponent(callbackId)}`;
+    return (
+      await this.#request<{ callback: Callback; body: unknown; event?: Event | null }>('GET', path, {
+        query: { wait: options.wait, include: options.includeEvent ? 'event' : undefined },
+        signal: options.signal,
+        timeoutMs: this.#timeoutMs + (options.wait ?? 0) * 1000,
+      })
+    ).body;
+  }
+
+  /**
+   * GET …/callbacks: those the selection names, oldest first. With `wait` (≤ 25 s), held
+   * until any (mode any) or all (mode all) of them have left `waiting`.
+   */
+  async listCallbacks(
+    selection: CallbackSelection = {},
+    options: { wait?: number; mode?: 'any' | 'all'; signal?: AbortSignal } = {},
+  ): Promise<Callback[]> {
+    const res = await this.#request<{ callbacks: Callback[] }>('GET', `${this.#addressPath()}/callbacks`, {
+      query: {
+        ids: selection.ids?.join(','),
+        key: selection.key,
+        key_prefix: selection.keyPrefix,
+        status: selection.status,
+        wait: options.wait,
+        mode: options.mode,
+      },
+      signal: options.signal,
+      timeoutMs: this.#timeoutMs + (options.wait ?? 0) * 1000,
+    });
+    return res.body.callbacks;
+  }
+
+  /**
+   * Waits, in held requests of at most 25 s each, until any (or all) of the selected
+   * callbacks have left `waiting` or `timeoutMs` has passed; returns them as they then are.
+   */
+  async waitForCallbacks(
+    selection: CallbackSelection,
+    options: { mode?: 'any' | 'all'; timeoutMs?: number; signal?: AbortSignal } = {},
+  ): Promise<Callback[]> {
+    const mode = options.mode ?? 'any';
+    const deadline = Date.now() + (options.timeoutMs ?? 25_000);
+    for (;;) {
+      const left = Math.max(0, Math.min(25, Math.ceil((deadline - Date.now()) / 1000)));
+      const callbacks = await this.listCallbacks(selection, { wait: left, mode, signal: options.signal });
+      const settled = callbacks.filter((callback) => callback.status !== 'waiting').length;
+      const done = mode === 'any' ? settled > 0 || callbacks.length === 0 : settled === callbacks.length;
+      if (done || left === 0 || Date.now() >= deadline) return callbacks;
+    }
+  }
+
+  /** DELETE …/callbacks/{id}: its URL answers 410 from now on. */
+  async cancelCallback(callbackId: string, options: { signal?: AbortSignal } = {}): Promise<Callback> {
+    const path = `${this.#addressPath()}/callbacks/${encodeURIComponent(callbackId)}`;
+    return (await this.#request<{ callback: Callback }>('DELETE', path, { signal: options.signal })).body.callback;
   }
 
   async #request<T>(

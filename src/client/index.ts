@@ -13,6 +13,7 @@ export { backoffDelay, type BackoffOptions } from './backoff.js';
 export { retryTransient, type RetryOptions } from './retry.js';
 export { forwardEvents, type ForwardOptions } from './forwarder.js';
 export { readCursorFile, writeCursorFile } from './cursor-file.js';
+export type { Callback, CallbackSelection, CallbackStatus, CreateCallback } from './callback-types.js';
 
 import type { CreateAddressResponse } from '../contract/schemas.js';
 import { RoostClient, type RoostClientOptions } from './client.js';

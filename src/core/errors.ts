@@ -25,6 +25,13 @@ const CATALOGUE = {
   /** A schema or bound violated; the message names the field. */
   invalidRequest: { code: 'invalid_request', status: 400, message: ({ message }: { message: string }) => message },
   /** A filter of a read (docs/api.md §4.3) malformed or too large: named, with what it must be. */
+  /** An answer to a person's question that is not one of its options (docs/api.md §3.6). */
+  invalidAnswer: {
+    code: 'invalid_request',
+    status: 400,
+    message: ({ options }: { options: readonly string[] }) =>
+      `"answer" must be one of the options: ${options.map((o) => JSON.stringify(o)).join(', ')}.`,
+  },
   invalidFilter: {
     code: 'invalid_request',
     status: 400,
@@ -119,6 +126,11 @@ const CATALOGUE = {
     status: 404,
     message: 'This return address has no view token with this id.',
   },
+  callbackNotFound: {
+    code: 'callback_not_found',
+    status: 404,
+    message: 'This return address has no callback with this id.',
+  },
   senderNotFound: {
     code: 'sender_not_found',
     status: 404,
@@ -160,6 +172,20 @@ const CATALOGUE = {
     status: 409,
     message: ({ max }: { max: number }) =>
       `This return address holds ${max} view tokens, the most it may; revoke one (DELETE …/view-tokens/{id}) first.`,
+  },
+  /** The address holds ROOST_MAX_CALLBACKS waiting callbacks (docs/api.md §3.6). */
+  callbackLimit: {
+    code: 'callback_limit',
+    status: 409,
+    message: ({ max }: { max: number }) =>
+      `This return address already has ${max} waiting callbacks; wait for some, or cancel them (DELETE …/callbacks/{id}).`,
+  },
+  /** The URL of a callback that expired or was cancelled: it takes no more deliveries. */
+  callbackGone: {
+    code: 'callback_gone',
+    status: 410,
+    message: ({ status }: { status: 'expired' | 'cancelled' }) =>
+      `This callback ${status === 'expired' ? 'has expired' : 'was cancelled'}; nothing was stored.`,
   },
   payloadTooLarge: {
     code: 'payload_too_large',

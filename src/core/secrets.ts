@@ -2,14 +2,15 @@
 // the CSPRNG. Secrets are kept only as SHA-256 digests and compared in constant time, so a
 // copy of the database grants nothing and timing reveals nothing. Event ids are minted by
 // the storage engine that stores the event (storage/event-ids.ts).
-import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { PRODUCT } from '../config.js';
 
 /** Every kind of secret this service issues: `${PRODUCT}_${kind}_…`. A new kind goes here, so logs scrub it too. */
-export const SECRET_KINDS = ['read', 'ingress', 'view'] as const;
+export const SECRET_KINDS = ['read', 'ingress', 'view', 'callback'] as const;
 export const READ_TOKEN_PREFIX = `${PRODUCT}_read_`;
 export const INGRESS_SECRET_PREFIX = `${PRODUCT}_ingress_`;
 export const VIEW_TOKEN_PREFIX = `${PRODUCT}_view_`;
+export const CALLBACK_SECRET_PREFIX = `${PRODUCT}_callback_`;
 
 /** A character as written, or percent-encoded (a URL may encode any character of a secret). */
 const literalOrEncoded = (c: string) =>
@@ -38,6 +39,15 @@ export const newReadToken = () => `${READ_TOKEN_PREFIX}${random(32)}`;
 export const newIngressSecret = () => `${INGRESS_SECRET_PREFIX}${random(32)}`;
 export const newViewToken = () => `${VIEW_TOKEN_PREFIX}${random(32)}`;
 export const newViewTokenId = () => `vt_${random(16)}`;
+export const newCallbackId = () => `cb_${random(16)}`;
+
+/**
+ * The secret of a callback URL (docs/api.md §3.6): an HMAC of its id keyed by the read
+ * token, so that the read token can show the URL again while only its digest is stored;
+ * a view token cannot derive it, and a URL reveals nothing of the token.
+ */
+export const callbackSecret = (readToken: string, callbackId: string) =>
+  `${CALLBACK_SECRET_PREFIX}${createHmac('sha256', readToken).update(callbackId).digest('base64url')}`;
 
 /** The only form in which a secret is stored: hex SHA-256. */
 export function digestSecret(secret: string): string {

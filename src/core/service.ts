@@ -450,6 +450,12 @@ export class RoostService extends ServiceBase {
     input: DeliveryInput,
     idempotencyKey: string | undefined,
     transport: Transport,
+    /**
+     * The delivery that settles a waiting callback (its completion or its expiry event):
+     * never refused for capacity. Each waiting callback settles once, so the room it may
+     * take beyond the queue's bounds is one event per waiting callback (docs/api.md §3.6).
+     */
+    settlesCallback = false,
   ): Promise<DeliveryResult> {
     const key = effectiveIdempotencyKey(idempotencyKey, input.dedupe_key);
     // The inbox also takes any body as it is (raw capture), with a type of its own.
@@ -478,8 +484,8 @@ export class RoostService extends ServiceBase {
         createdAt,
         parts,
       },
-      capacity: EVENT_CAPACITY,
-      maxBytes: this.config.maxBytesPerAddress,
+      capacity: settlesCallback ? EVENT_CAPACITY + this.config.maxCallbacks : EVENT_CAPACITY,
+      maxBytes: settlesCallback ? 0 : this.config.maxBytesPerAddress,
     });
     this.metrics.deliveries.inc({ transport, outcome: result.status });
     switch (result.status) {

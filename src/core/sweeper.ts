@@ -2,6 +2,7 @@
 // events are gone within a minute). With PostgreSQL, the engine's purge takes an advisory
 // lock so that one instance sweeps at a time.
 import type { Logger } from 'pino';
+import type { CallbackService } from './callbacks.js';
 import type { RoostService } from './service.js';
 
 export class Sweeper {
@@ -12,6 +13,8 @@ export class Sweeper {
     private readonly service: RoostService,
     private readonly intervalMs: number,
     private readonly logger: Logger,
+    /** Callbacks expire and are purged on the same timer (docs/api.md §3.6). */
+    private readonly callbacks?: CallbackService,
   ) {}
 
   start(): void {
@@ -23,6 +26,7 @@ export class Sweeper {
   sweep(): Promise<void> {
     this.running ??= this.service
       .purge()
+      .then(() => this.callbacks?.sweep())
       .catch((err) => this.logger.warn({ err }, 'sweep failed; will retry'))
       .finally(() => (this.running = undefined));
     return this.running;

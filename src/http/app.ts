@@ -13,6 +13,7 @@ import type { Config } from '../config.js';
 import { errors } from '../core/errors.js';
 import type { Metrics } from '../core/metrics.js';
 import type { RoostService } from '../core/service.js';
+import type { CallbackService } from '../core/callbacks.js';
 import type { Waiters } from '../core/waiters.js';
 import type { Storage } from '../core/records.js';
 import { fastifyTrustProxy } from './client-ip.js';
@@ -32,10 +33,13 @@ import { opsRoutes } from './routes/ops.js';
 import { streamRoutes } from './routes/stream.js';
 import { llmsRoutes } from './routes/llms.js';
 import { mcpRoutes } from './routes/mcp.js';
+import { callbackRoutes } from './routes/callbacks.js';
+import { callbackUrlRoutes } from './routes/callback-url.js';
 
 export interface AppDeps {
   config: Config;
   service: RoostService;
+  callbacks: CallbackService;
   storage: Storage;
   waiters: Waiters;
   metrics: Metrics;
@@ -169,6 +173,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(eventRoutes);
   await app.register(emailPartRoutes);
   await app.register(inboxRoutes);
+  await app.register(callbackRoutes);
+  await app.register(callbackUrlRoutes);
   await app.register(streamRoutes);
   await app.register(opsRoutes);
   await app.register(mcpRoutes);

@@ -6,7 +6,7 @@
 import swagger, { type SwaggerTransformObject } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
-import { INGRESS_SECRET_PREFIX } from '../core/secrets.js';
+import { CALLBACK_SECRET_PREFIX, INGRESS_SECRET_PREFIX } from '../core/secrets.js';
 import { EmailDataSchema, RawCaptureDataSchema } from '../contract/schemas.js';
 
 type Node = { [key: string]: unknown };
@@ -81,6 +81,8 @@ const PATH_PATTERNS: Record<string, string> = {
   eventId: '^evt_[A-Za-z0-9_-]+$',
   secret: `^${INGRESS_SECRET_PREFIX}[A-Za-z0-9_-]+$`,
   tokenId: '^vt_[A-Za-z0-9_-]+$',
+  callbackId: '^cb_[A-Za-z0-9_-]+$',
+  callbackSecret: `^${CALLBACK_SECRET_PREFIX}[A-Za-z0-9_-]+$`,
 };
 
 const TAGS = [
@@ -90,6 +92,7 @@ const TAGS = [
   { name: 'Credentials', description: 'Rotate the read token and the inbox secret; view tokens.' },
   { name: 'Senders', description: "Verify a provider's webhook signatures on the inbox." },
   { name: 'Email', description: 'The raw message and the attachments of email events.' },
+  { name: 'Callbacks', description: 'One-shot callback URLs, answered by machines and people, and waits on them.' },
 ];
 
 interface OperationFacts {
@@ -155,6 +158,12 @@ const OPERATIONS: Record<string, OperationFacts> = {
   },
   deliverEvent: { tag: 'Inbox', headers: { '200': noStore } },
   answerInboxHandshake: { tag: 'Inbox', headers: { '200': noStore }, content: { '200': TEXT_HANDSHAKE } },
+  createCallback: { tag: 'Callbacks', optionalBody: true, headers: { '*': noStore } },
+  listCallbacks: { tag: 'Callbacks', headers: { '*': noStore } },
+  getCallback: { tag: 'Callbacks', headers: { '*': noStore } },
+  cancelCallback: { tag: 'Callbacks', headers: { '*': noStore } },
+  deliverToCallback: { tag: 'Callbacks' },
+  showCallbackQuestion: { tag: 'Callbacks', headers: { '200': noStore } },
 };
 
 /**
@@ -225,13 +234,14 @@ const STATUS_TEXT: Record<string, string> = {
   '201': 'Created.',
   '202': 'Accepted: the event is durable.',
   '204': 'Done; no body.',
+  '410': 'This callback expired or was cancelled.',
   '400': 'Invalid request (the message names the field).',
   '401': 'Missing, malformed or wrong bearer token (or, on the inbox, a signature that does not verify).',
   '403': 'A view token may not do this.',
-  '404': 'No such address, event, inbox or token.',
+  '404': 'No such address, event, inbox, token or callback.',
   '405': 'Method not allowed.',
   '408': 'The request did not arrive in time.',
-  '409': 'Too many view tokens.',
+  '409': 'Too many view tokens, or waiting callbacks.',
   '413': 'The body is larger than ROOST_MAX_BODY_BYTES.',
   '415': 'The body is not JSON.',
   '429': 'Too many requests or connections from this client (see Retry-After).',
@@ -268,6 +278,15 @@ function finishDelivery(operation: Operation): void {
     ...TEXT_HANDSHAKE,
   };
   ok.description = 'A repeated delivery (duplicate: true), or with a sender its URL handshake answered.';
+}
+
+/** A callback's question: JSON, or with Accept: text/html the page a person answers on. */
+function finishCallbackPage(operation: Operation): void {
+  const ok = operation.responses['200'];
+  ok.content = {
+    ...(ok.content as Node),
+    'text/html': { schema: { type: 'string', description: 'The page a person answers on (no script, strict CSP).' } },
+  };
 }
 
 /** The `unacked` flag as the docs advertise it: 1 or true, 0 or false. */
@@ -319,6 +338,7 @@ export function finishDocument(generated: Node): Node {
       finishOperation(method, operation);
       if (operation.operationId === 'deliverEvent') finishDelivery(operation);
       if (operation.operationId === 'listEvents') finishListQuery(operation);
+      if (operation.operationId === 'showCallbackQuestion') finishCallbackPage(operation);
     }
   }
   const named: Record<string, Node> = {};

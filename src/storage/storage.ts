@@ -256,6 +256,70 @@ export interface PurgeResult {
   eventsPurged: number;
 }
 
+/** Where a callback stands (docs/api.md §3.6): it leaves `waiting` once, and never comes back. */
+export type CallbackStatus = 'waiting' | 'completed' | 'expired' | 'cancelled';
+
+/** A one-shot callback URL of an address (docs/api.md §3.6). */
+export interface CallbackRecord {
+  id: string;
+  addressId: string;
+  /** The caller's own key, unique in the address, or null. */
+  key: string | null;
+  label: string | null;
+  /** Hex SHA-256 of the URL's secret; the secret itself is never stored. */
+  secretDigest: string;
+  status: CallbackStatus;
+  createdAt: number;
+  expiresAt: number;
+  completedAt: number | null;
+  /** The completing delivery: its event id and sequence. */
+  eventId: string | null;
+  eventSequence: number | null;
+  /** Deliveries stored for it (duplicates not counted). */
+  deliveries: number;
+  /** `complete_when` as JSON text, or null (the first delivery completes). */
+  completeWhenJson: string | null;
+  /** `human` (question, options, allow_comment) as JSON text, or null. */
+  humanJson: string | null;
+  /** A person's answer (answer, comment, answered_at) as JSON text, once answered. */
+  answerJson: string | null;
+}
+
+/** What createCallback takes. */
+export interface CreateCallbackParams {
+  callback: CallbackRecord;
+  /** Waiting callbacks the address may hold (ROOST_MAX_CALLBACKS). */
+  maxWaiting: number;
+  now: number;
+}
+
+export type CreateCallbackResult =
+  | { status: 'created'; callback: CallbackRecord }
+  /** A callback with this key exists: it, unchanged (create is idempotent on key). */
+  | { status: 'existing'; callback: CallbackRecord }
+  | { status: 'limit' }
+  | { status: 'address_not_found' };
+
+/** What listCallbacks takes: every field given narrows the list. */
+export interface ListCallbacksParams {
+  addressId: string;
+  ids?: string[];
+  key?: string;
+  keyPrefix?: string;
+  status?: CallbackStatus;
+  limit: number;
+}
+
+/** What completeCallback takes. */
+export interface CompleteCallbackParams {
+  addressId: string;
+  id: string;
+  eventId: string;
+  eventSequence: number;
+  answerJson: string | null;
+  now: number;
+}
+
 /** Reported by onExternalChange when any address may have changed unseen (not an id: ids begin with addr_). */
 export const ANY_ADDRESS = '*';
 
@@ -333,6 +397,29 @@ export interface Storage {
 
   /** Removes expired addresses (with their events) and events created before `retainAfter`. */
   purge(now: number, retainAfter: number): Promise<PurgeResult>;
+
+  /**
+   * Callbacks (docs/api.md §3.6). Create is idempotent on (address, key) by the unique
+   * index; completion is one conditional UPDATE of a waiting callback, so it happens at most
+   * once whatever races it; expiry and cancellation are the same from `waiting`.
+   */
+  createCallback(params: CreateCallbackParams): Promise<CreateCallbackResult>;
+  /** The callback of this address with this id (any status), or null. */
+  getCallback(addressId: string, id: string): Promise<CallbackRecord | null>;
+  /** The address's callbacks that match, oldest first, at most `limit`. */
+  listCallbacks(params: ListCallbacksParams): Promise<CallbackRecord[]>;
+  /** Counts one stored delivery. */
+  countCallbackDelivery(addressId: string, id: string): Promise<void>;
+  /** Completes a waiting, unexpired callback; null when it was not waiting (someone else won). */
+  completeCallback(params: CompleteCallbackParams): Promise<CallbackRecord | null>;
+  /** Closes a waiting or completed callback's URL; the record as it now is, or null when unknown. */
+  cancelCallback(addressId: string, id: string): Promise<CallbackRecord | null>;
+  /** Waiting callbacks whose expiry has passed at `now`, at most `limit`, soonest first. */
+  dueCallbacks(now: number, limit: number): Promise<CallbackRecord[]>;
+  /** Marks a waiting callback expired; false when it was no longer waiting. */
+  expireCallback(addressId: string, id: string): Promise<boolean>;
+  /** Removes callbacks that left `waiting` before `before` (completed, expired or cancelled); returns how many. */
+  purgeCallbacks(before: number): Promise<number>;
 
   /** Takes one token from the bucket `key` (limit tokens, refilled evenly over periodMs). */
   takeToken(params: TakeTokenParams): Promise<TokenBucketResult>;

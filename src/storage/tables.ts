@@ -3,7 +3,15 @@
 // from a row (by name, or as an array) are derived from these declarations, so a new
 // column is one line here plus its migration. Columns no record carries (size_bytes,
 // key_scope, last_sequence, SQLite's keys) are named where the SQL uses them.
-import type { AddressRecord, AppendInput, EventRecord, SenderRecord, ViewTokenRecord } from './storage.js';
+import type {
+  AddressRecord,
+  AppendInput,
+  CallbackRecord,
+  CallbackStatus,
+  EventRecord,
+  SenderRecord,
+  ViewTokenRecord,
+} from './storage.js';
 
 /** A column: its SQL name, its PostgreSQL type (for unnest arrays) and how a value read becomes the field. */
 export interface Column<T> {
@@ -158,6 +166,24 @@ export const VIEW_TOKENS = table<ViewTokenRecord>('view_tokens', {
   label: optionalText('label'),
   createdAt: bigint('created_at'),
   expiresAt: optionalBigint('expires_at'),
+});
+
+export const CALLBACKS = table<CallbackRecord>('callbacks', {
+  id: text('id'),
+  addressId: text('address_id'),
+  key: optionalText('key'),
+  label: optionalText('label'),
+  secretDigest: text('secret_digest'),
+  status: { name: 'status', pgType: 'text', decode: as<CallbackStatus> },
+  createdAt: bigint('created_at'),
+  expiresAt: bigint('expires_at'),
+  completedAt: optionalBigint('completed_at'),
+  eventId: optionalText('event_id'),
+  eventSequence: optionalBigint('event_sequence'),
+  deliveries: integer('deliveries'),
+  completeWhenJson: optionalText('complete_when'),
+  humanJson: optionalText('human'),
+  answerJson: optionalText('answer'),
 });
 
 /** The record of an event an engine has just inserted as `id` with `sequence`. */

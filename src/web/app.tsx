@@ -3,6 +3,7 @@
 // token allows (none with a view token).
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { AddressHeader } from './address-header';
+import { CallbackPanel } from './callbacks';
 import { ackEvent, ApiError, deleteAddress, getAddress } from './api';
 import { forgetCredentials, loadCredentials, saveCredentials, takeFragmentCredentials } from './credentials';
 import { EventDetail } from './event-detail';
@@ -84,6 +85,7 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
   const [typeFilter, setTypeFilter] = useState('');
   const [sourceFilter, setSourceFilter] = useState('');
   const [search, setSearch] = useState('');
+  const [callbackFilter, setCallbackFilter] = useState('');
   const [notice, setNotice] = useState<string | undefined>();
   // The row to give focus back to when the detail closes.
   const returnTo = useRef<number | undefined>(undefined);
@@ -163,11 +165,17 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
   const types = useMemo(() => [...new Set(newestFirst.map((event) => event.type))].sort(), [newestFirst]);
   const sources = useMemo(() => [...new Set(newestFirst.map((event) => event.source))].sort(), [newestFirst]);
   const needle = search.trim().toLowerCase();
-  const filtered = typeFilter !== '' || sourceFilter !== '' || needle !== '';
+  const filtered = typeFilter !== '' || sourceFilter !== '' || needle !== '' || callbackFilter !== '';
+  // Callback events are counted so that the callbacks are read again when one arrives.
+  const callbackEvents = useMemo(
+    () => newestFirst.filter((event) => event.source === 'callback').length,
+    [newestFirst],
+  );
   const shown = newestFirst.filter(
     (event) =>
       (typeFilter === '' || event.type === typeFilter) &&
       (sourceFilter === '' || event.source === sourceFilter) &&
+      (callbackFilter === '' || event.metadata?.callback_id === callbackFilter) &&
       (needle === '' || matches(event, needle)),
   );
   const current = selected === undefined ? undefined : events.get(selected);
@@ -233,6 +241,13 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
       )}
       <div class="panes">
         <section class="list-pane" aria-label="Events">
+          <CallbackPanel
+            addressId={addressId}
+            token={token}
+            revision={callbackEvents}
+            filter={callbackFilter}
+            onFilter={setCallbackFilter}
+          />
           {events.size > 0 && (
             <div class="filters" role="search" aria-label="Filter the events">
               <label>

@@ -36,6 +36,7 @@ const LANDED = {
     9: 'b8ec62def0882280',
     10: 'b1a32732efc8e461',
     11: 'e3b0c44298fc1c14',
+    12: '66cbda90f5daa746',
   },
   postgres: {
     1: '5ddd635e970e574f',
@@ -47,6 +48,7 @@ const LANDED = {
     7: '5db6d060311d616b',
     10: 'e3b0c44298fc1c14',
     11: 'd2d6c581f0e0c871',
+    12: 'c4b53faacb241523',
   },
 } as const;
 
@@ -234,7 +236,13 @@ describe('SQLite migration 10', () => {
       const after = new Database(path, { readonly: true });
       try {
         assert.deepEqual(
-          after.prepare("SELECT sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all(),
+          // Tables that migrations after 10 add are not its doing.
+          after
+            .prepare(
+              "SELECT sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' AND tbl_name NOT IN ('callbacks') ORDER BY name",
+            )
+            .pluck()
+            .all(),
           schema,
         );
       } finally {

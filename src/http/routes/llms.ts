@@ -64,6 +64,16 @@ unfiltered cursor. \`scan_limited\`: read on.
 The queue holds ${EVENT_CAPACITY} events; acknowledged ones make room, unacknowledged ones are never
 dropped (deliveries get queue_full instead). Events are kept 30 days.`;
 
+const callbacks = () => `## Callbacks: one URL per expected answer
+
+POST /api/v1/addresses/$ADDRESS_ID/callbacks {\`key\`: "job-1"} (your own key per job; the
+same key again returns the same callback) gives \`callback.url\`: hand it to the job's
+provider, which POSTs its result there (any body). Wait on one or many with
+GET /api/v1/addresses/$ADDRESS_ID/callbacks and \`key_prefix\`=job-, \`mode\`=all, \`wait\`=25: held
+until all are done. GET /api/v1/addresses/$ADDRESS_ID/callbacks/$CALLBACK_ID gives \`status\`, \`body\`.
+Ask a person: {\`human\`: {\`question\`, \`options\`: ["Yes","No"]}}, send them \`human.message\`
+(the question and the link; anyone with it can answer). Every delivery is also an event.`;
+
 const email = () => `## 4. Email
 
 Roost receives mail and sends none: to ask a person something, send the mail yourself
@@ -116,6 +126,7 @@ export const LLMS_SECTIONS: ReadonlyArray<(base: string) => string> = [
   create,
   deliver,
   read,
+  callbacks,
   email,
   mcp,
   credentials,

@@ -77,7 +77,7 @@ function parseBody(request: FastifyRequest): { ok: true; body: unknown } | { ok:
 }
 
 export async function mcpRoutes(app: FastifyInstance): Promise<void> {
-  const { service, metrics, config } = app.roost;
+  const { service, callbacks, metrics, config } = app.roost;
 
   // Failures before the SDK is reached (the body limit, mostly) in JSON-RPC form.
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -183,6 +183,7 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
     reply.hijack();
     const server = buildMcpServer({
       service,
+      callbacks,
       boundAddressId: request.params.addressId,
       authorization: request.headers.authorization,
       clientIp,

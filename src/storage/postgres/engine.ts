@@ -13,6 +13,11 @@ import type {
   AddressRecord,
   AppendParams,
   AppendResult,
+  CallbackRecord,
+  CompleteCallbackParams,
+  CreateCallbackParams,
+  CreateCallbackResult,
+  ListCallbacksParams,
   EmailPart,
   EventPageRecord,
   EventRecord,
@@ -40,6 +45,7 @@ import { PgEventReads } from './events-read.js';
 import { getEmailPart } from './email-parts.js';
 import { purge } from './purge.js';
 import { PgRateBuckets } from './rate-buckets.js';
+import { PgCallbacks } from './callbacks.js';
 
 export type { ListenerHeartbeat } from './listener.js';
 export { ADVISORY_LOCKS, type PostgresOptions } from './connection.js';
@@ -60,6 +66,7 @@ export class PostgresStorage implements Storage {
   private readonly appends: PgAppends;
   private readonly events: PgEventReads;
   private readonly buckets: PgRateBuckets;
+  private readonly callbacks: PgCallbacks;
 
   /**
    * Waits for the database, brings its schema to this build's (start.ts), then opens the
@@ -115,6 +122,7 @@ export class PostgresStorage implements Storage {
     this.appends = new PgAppends(this.db, waitLimits, logger);
     this.events = new PgEventReads(this.db);
     this.buckets = new PgRateBuckets(this.db);
+    this.callbacks = new PgCallbacks(this.db);
     this.listener = new WakeListener(
       this.db.listenConnection,
       (addressId) => {
@@ -223,6 +231,42 @@ export class PostgresStorage implements Storage {
 
   takeToken({ key, limit, periodMs, now }: TakeTokenParams): Promise<TokenBucketResult> {
     return this.buckets.take(key, limit, periodMs, now);
+  }
+
+  createCallback(params: CreateCallbackParams): Promise<CreateCallbackResult> {
+    return this.callbacks.create(params);
+  }
+
+  getCallback(addressId: string, id: string): Promise<CallbackRecord | null> {
+    return this.callbacks.get(addressId, id);
+  }
+
+  listCallbacks(params: ListCallbacksParams): Promise<CallbackRecord[]> {
+    return this.callbacks.list(params);
+  }
+
+  countCallbackDelivery(addressId: string, id: string): Promise<void> {
+    return this.callbacks.countDelivery(addressId, id);
+  }
+
+  completeCallback(params: CompleteCallbackParams): Promise<CallbackRecord | null> {
+    return this.callbacks.complete(params);
+  }
+
+  cancelCallback(addressId: string, id: string): Promise<CallbackRecord | null> {
+    return this.callbacks.cancel(addressId, id);
+  }
+
+  dueCallbacks(now: number, limit: number): Promise<CallbackRecord[]> {
+    return this.callbacks.due(now, limit);
+  }
+
+  expireCallback(addressId: string, id: string): Promise<boolean> {
+    return this.callbacks.expire(addressId, id);
+  }
+
+  purgeCallbacks(before: number): Promise<number> {
+    return this.callbacks.purge(before);
   }
 
   onExternalChange(listener: (addressId: string) => void): () => void {

@@ -200,4 +200,34 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
       END $$;
     `,
   },
+  {
+    version: 12,
+    name: 'callbacks: one-shot URLs answered by machines and people',
+    // docs/api.md §3.6: one row per callback URL. The unique index on (address_id, key)
+    // makes create idempotent on the caller's key (a second insert finds the first), and
+    // every change of status is an UPDATE … WHERE status = 'waiting', so a callback leaves
+    // `waiting` once. Only the digest of the URL's secret is kept.
+    sql: `
+      CREATE TABLE callbacks (
+        id             text PRIMARY KEY,
+        address_id     text NOT NULL REFERENCES addresses (id) ON DELETE CASCADE,
+        key            text,
+        label          text,
+        secret_digest  text NOT NULL,
+        status         text NOT NULL,
+        created_at     bigint NOT NULL,
+        expires_at     bigint NOT NULL,
+        completed_at   bigint,
+        event_id       text,
+        event_sequence bigint,
+        deliveries     integer NOT NULL DEFAULT 0,
+        complete_when  text,
+        human          text,
+        answer         text
+      );
+      CREATE UNIQUE INDEX callbacks_by_key ON callbacks (address_id, key);
+      CREATE INDEX callbacks_by_address ON callbacks (address_id, status, created_at);
+      CREATE INDEX callbacks_due ON callbacks (expires_at) WHERE status = 'waiting';
+    `,
+  },
 ];

@@ -30,6 +30,7 @@ import { AddressReads } from './addresses.js';
 import { ViewTokenReads } from './credentials.js';
 import { SenderReads } from './senders.js';
 import { EventReads } from './events-read.js';
+import { CallbackReads } from './callbacks.js';
 import { prepareEmailPartRead } from './email-parts.js';
 import type {
   AddressChanges,
@@ -39,6 +40,11 @@ import type {
   AppendParams,
   EmailPart,
   AppendResult,
+  CallbackRecord,
+  CompleteCallbackParams,
+  CreateCallbackParams,
+  CreateCallbackResult,
+  ListCallbacksParams,
   EventPageRecord,
   EventRecord,
   ListAcknowledgedParams,
@@ -163,6 +169,7 @@ export class SqliteStorage implements Storage {
         viewTokens: new ViewTokenReads(db),
         senders: new SenderReads(db),
         events: new EventReads(db),
+        callbacks: new CallbackReads(db),
         emailPart: prepareEmailPartRead(db),
         ping: db.prepare('SELECT 1'),
       };
@@ -365,6 +372,42 @@ export class SqliteStorage implements Storage {
 
   async takeToken({ key, limit, periodMs, now }: TakeTokenParams): Promise<TokenBucketResult> {
     return this.call('takeToken', key, limit, periodMs, now);
+  }
+
+  createCallback({ callback, maxWaiting, now }: CreateCallbackParams): Promise<CreateCallbackResult> {
+    return this.call('createCallback', callback, maxWaiting, now);
+  }
+
+  async getCallback(addressId: string, id: string): Promise<CallbackRecord | null> {
+    return read(() => this.reads.callbacks.get(addressId, id));
+  }
+
+  async listCallbacks(params: ListCallbacksParams): Promise<CallbackRecord[]> {
+    return read(() => this.reads.callbacks.list(params));
+  }
+
+  countCallbackDelivery(addressId: string, id: string): Promise<void> {
+    return this.call('countCallbackDelivery', addressId, id);
+  }
+
+  completeCallback(params: CompleteCallbackParams): Promise<CallbackRecord | null> {
+    return this.call('completeCallback', params);
+  }
+
+  cancelCallback(addressId: string, id: string): Promise<CallbackRecord | null> {
+    return this.call('cancelCallback', addressId, id);
+  }
+
+  async dueCallbacks(now: number, limit: number): Promise<CallbackRecord[]> {
+    return read(() => this.reads.callbacks.due(now, limit));
+  }
+
+  expireCallback(addressId: string, id: string): Promise<boolean> {
+    return this.call('expireCallback', addressId, id);
+  }
+
+  purgeCallbacks(before: number): Promise<number> {
+    return this.call('purgeCallbacks', before);
   }
 
   async ping(): Promise<void> {

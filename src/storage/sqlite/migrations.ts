@@ -329,4 +329,34 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     // PostgreSQL's migration 11; SQLite's connections register the functions (connection.ts).
     sql: '',
   },
+  {
+    version: 12,
+    name: 'callbacks: one-shot URLs answered by machines and people',
+    // docs/api.md §3.6: one row per callback URL. The unique index on (address_id, key)
+    // makes create idempotent on the caller's key (a second insert finds the first), and
+    // every change of status is an UPDATE … WHERE status = 'waiting', so a callback leaves
+    // `waiting` once. Only the digest of the URL's secret is kept.
+    sql: `
+      CREATE TABLE callbacks (
+        id             TEXT PRIMARY KEY,
+        address_id     TEXT NOT NULL REFERENCES addresses (id) ON DELETE CASCADE,
+        key            TEXT,
+        label          TEXT,
+        secret_digest  TEXT NOT NULL,
+        status         TEXT NOT NULL,
+        created_at     INTEGER NOT NULL,
+        expires_at     INTEGER NOT NULL,
+        completed_at   INTEGER,
+        event_id       TEXT,
+        event_sequence INTEGER,
+        deliveries     INTEGER NOT NULL DEFAULT 0,
+        complete_when  TEXT,
+        human          TEXT,
+        answer         TEXT
+      );
+      CREATE UNIQUE INDEX callbacks_by_key ON callbacks (address_id, key);
+      CREATE INDEX callbacks_by_address ON callbacks (address_id, status, created_at);
+      CREATE INDEX callbacks_due ON callbacks (expires_at) WHERE status = 'waiting';
+    `,
+  },
 ];

@@ -32,6 +32,12 @@ type CallableWrites = Pick<
   | 'ackUpTo'
   | 'purgeStep'
   | 'takeToken'
+  | 'createCallback'
+  | 'countCallbackDelivery'
+  | 'completeCallback'
+  | 'cancelCallback'
+  | 'expireCallback'
+  | 'purgeCallbacks'
 >;
 
 export type CallableWrite = keyof CallableWrites;
@@ -110,6 +116,12 @@ const calls: { [M in CallableWrite]: (...args: WriteArgs<M>) => WriteResult<M> }
   ackUpTo: (...args) => writes.ackUpTo(...args),
   purgeStep: (...args) => writes.purgeStep(...args),
   takeToken: (...args) => writes.takeToken(...args),
+  createCallback: (...args) => writes.createCallback(...args),
+  countCallbackDelivery: (...args) => writes.countCallbackDelivery(...args),
+  completeCallback: (...args) => writes.completeCallback(...args),
+  cancelCallback: (...args) => writes.cancelCallback(...args),
+  expireCallback: (...args) => writes.expireCallback(...args),
+  purgeCallbacks: (...args) => writes.purgeCallbacks(...args),
 };
 const dispatch = <M extends CallableWrite>(request: CallRequest<M>): WriteResult<M> =>
   calls[request.method](...request.args);

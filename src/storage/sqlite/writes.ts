@@ -7,6 +7,9 @@ import type Database from 'better-sqlite3';
 import type {
   AddressChanges,
   AddressRecord,
+  CallbackRecord,
+  CompleteCallbackParams,
+  CreateCallbackResult,
   EventRecord,
   PurgeResult,
   SenderRecord,
@@ -15,6 +18,7 @@ import type {
 } from '../storage.js';
 import { AckWrites } from './acks.js';
 import { AddressWrites } from './addresses.js';
+import { CallbackWrites } from './callbacks.js';
 import { ViewTokenWrites } from './credentials.js';
 import { SqliteAppends, type AppendOutcome, type AppendTuple, type CommitStats } from './events-append.js';
 import { PurgeWrites } from './purge.js';
@@ -31,6 +35,7 @@ export class SqliteWrites {
   private readonly acks: AckWrites;
   private readonly purges: PurgeWrites;
   private readonly buckets: RateBucketWrites;
+  private readonly callbacks: CallbackWrites;
 
   constructor(db: Database.Database) {
     this.addresses = new AddressWrites(db);
@@ -41,6 +46,7 @@ export class SqliteWrites {
     this.acks = new AckWrites(db);
     this.purges = new PurgeWrites(db);
     this.buckets = new RateBucketWrites(db);
+    this.callbacks = new CallbackWrites(db, isLive);
   }
 
   get commitStats(): CommitStats {
@@ -110,5 +116,29 @@ export class SqliteWrites {
 
   takeToken(key: string, limit: number, periodMs: number, now: number): TokenBucketResult {
     return this.buckets.take(key, limit, periodMs, now);
+  }
+
+  createCallback(callback: CallbackRecord, maxWaiting: number, now: number): CreateCallbackResult {
+    return this.callbacks.create(callback, maxWaiting, now);
+  }
+
+  countCallbackDelivery(addressId: string, id: string): void {
+    this.callbacks.countDelivery(addressId, id);
+  }
+
+  completeCallback(params: CompleteCallbackParams): CallbackRecord | null {
+    return this.callbacks.complete(params);
+  }
+
+  cancelCallback(addressId: string, id: string): CallbackRecord | null {
+    return this.callbacks.cancel(addressId, id);
+  }
+
+  expireCallback(addressId: string, id: string): boolean {
+    return this.callbacks.expire(addressId, id);
+  }
+
+  purgeCallbacks(before: number): number {
+    return this.callbacks.purge(before);
   }
 }
