@@ -238,13 +238,12 @@ describe('MCP tools/list: small, and schemas that strict validators compile', ()
   });
   after(async () => server.close());
 
-  // Eighteen tools since the callback tools (about 3.5 KB of them) came.
-  it('is at most 16 KB on /mcp and on an address-bound endpoint', async () => {
+  it('is at most 12 KB on /mcp and on an address-bound endpoint', async () => {
     for (const path of ['/mcp', '/mcp/addr_3q2Yc0m4HkX0b1jv2c9F1A']) {
       const res = await raw(server.url, 'POST', path, {}, LIST);
       assert.equal(res.status, 200);
       const bytes = Buffer.byteLength(res.text);
-      assert.ok(bytes <= 16 * 1024, `${path}: tools/list is ${bytes} bytes`);
+      assert.ok(bytes <= 12 * 1024, `${path}: tools/list is ${bytes} bytes`);
     }
   });
 
