@@ -247,6 +247,29 @@ describe('MCP tools/list: small, and schemas that strict validators compile', ()
     }
   });
 
+  it('an argument a tool does not list is refused by name, though the listed schema leaves the object open', async () => {
+    const list = await raw(server.url, 'POST', '/mcp', {}, LIST);
+    const get = list.json.result.tools.find((tool: { name: string }) => tool.name === 'get_return_address');
+    assert.equal(get.inputSchema.additionalProperties, undefined);
+    const res = await raw(
+      server.url,
+      'POST',
+      '/mcp',
+      {},
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'get_return_address', arguments: { address_id: 'addr_x', token: 'roost_read_x' } },
+      },
+    );
+    assert.equal(res.json.result.isError, true);
+    assert.equal(
+      res.json.result.content[0].text,
+      'invalid_request: Unknown argument "token": this tool does not take it.',
+    );
+  });
+
   it('every input and output schema compiles in Ajv strict mode, without ajv-formats', async () => {
     const res = await raw(server.url, 'POST', '/mcp', {}, LIST);
     // MCP's default dialect (2020-12), and Ajv's default class (draft-07), which the SDK client uses.
