@@ -238,14 +238,36 @@ describe('MCP tools/list: small, and schemas that strict validators compile', ()
   });
   after(async () => server.close());
 
-  // Eighteen tools since the callback tools (about 3.5 KB of them) came.
-  it('is at most 16 KB on /mcp and on an address-bound endpoint', async () => {
+  it('is at most 12 KB on /mcp and on an address-bound endpoint', async () => {
     for (const path of ['/mcp', '/mcp/addr_3q2Yc0m4HkX0b1jv2c9F1A']) {
       const res = await raw(server.url, 'POST', path, {}, LIST);
       assert.equal(res.status, 200);
       const bytes = Buffer.byteLength(res.text);
-      assert.ok(bytes <= 16 * 1024, `${path}: tools/list is ${bytes} bytes`);
+      assert.ok(bytes <= 12 * 1024, `${path}: tools/list is ${bytes} bytes`);
     }
+  });
+
+  it('an argument a tool does not list is refused by name, though the listed schema leaves the object open', async () => {
+    const list = await raw(server.url, 'POST', '/mcp', {}, LIST);
+    const get = list.json.result.tools.find((tool: { name: string }) => tool.name === 'get_return_address');
+    assert.equal(get.inputSchema.additionalProperties, undefined);
+    const res = await raw(
+      server.url,
+      'POST',
+      '/mcp',
+      {},
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'get_return_address', arguments: { address_id: 'addr_x', token: 'roost_read_x' } },
+      },
+    );
+    assert.equal(res.json.result.isError, true);
+    assert.equal(
+      res.json.result.content[0].text,
+      'invalid_request: Unknown argument "token": this tool does not take it.',
+    );
   });
 
   it('every input and output schema compiles in Ajv strict mode, without ajv-formats', async () => {

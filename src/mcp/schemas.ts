@@ -60,13 +60,14 @@ function fromTypeBox(schema: object, options: { defaults: boolean }): z.ZodObjec
 
 /**
  * A schema whose top-level members carry these descriptions instead of their own (none for
- * a member left out): tools/list is read by a model on every turn, so the words a REST
- * reader needs are cut down to what the tool's description does not already say.
+ * a member left out, nor inside one): tools/list is read by a model on every turn, so the
+ * words a REST reader needs are cut down to what the tool's description does not already say.
  */
-function describedAs(schema: object, descriptions: Record<string, string>): object {
-  const plain = JSON.parse(JSON.stringify(schema)) as { properties: Record<string, JsonSchema> };
+function describedAs(schema: object, descriptions: Record<string, string> = {}): object {
+  const plain = JSON.parse(JSON.stringify(schema), (key, value: unknown) =>
+    key === 'description' && typeof value === 'string' ? undefined : value,
+  ) as { properties: Record<string, JsonSchema> };
   for (const [name, member] of Object.entries(plain.properties)) {
-    delete member.description;
     if (descriptions[name] !== undefined) member.description = descriptions[name];
   }
   return plain;
@@ -88,7 +89,7 @@ export function addressArguments(bound: boolean) {
   return { address_id: bound ? addressId.optional() : addressId, read_token: readToken };
 }
 
-export const createInput = fromBody(CreateAddressSchema).strict();
+export const createInput = fromBody(describedAs(CreateAddressSchema)).strict();
 
 export function getInput(bound: boolean) {
   return z.strictObject(addressArguments(bound));
@@ -98,7 +99,7 @@ export function pollInput(bound: boolean) {
   // The tool's description says what each argument does; the containment filters are
   // JSON values here (a query string carries them as text).
   const json = z.unknown().optional();
-  return fromTypeBox(describedAs(ListEventsQuerySchema, {}), { defaults: true })
+  return fromTypeBox(describedAs(ListEventsQuerySchema), { defaults: true })
     .extend({
       data_contains: json,
       body_contains: json,
@@ -110,20 +111,9 @@ export function pollInput(bound: boolean) {
 export function ackInput(bound: boolean) {
   return z.strictObject({
     ...addressArguments(bound),
-    event_id: z
-      .string()
-      .min(1)
-      .describe('Acknowledge this one event (evt_…). Give either event_id or up_to_sequence.')
-      .optional(),
-    up_to_sequence: z
-      .number()
-      .int()
-      .min(1)
-      .max(Number.MAX_SAFE_INTEGER)
-      .describe(
-        'Acknowledge every event of the address whose sequence is at most this (e.g. the next_cursor you handled up to).',
-      )
-      .optional(),
+    // The tool's description says what each one does.
+    event_id: z.string().min(1).optional(),
+    up_to_sequence: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   });
 }
 
@@ -163,27 +153,27 @@ export const deleteOutput = z.strictObject({
 // --- credentials and updates (docs/api.md §5) ---------------------------------------------
 
 export function rotateReadInput(bound: boolean) {
-  return fromBody(RotateReadTokenSchema).extend(addressArguments(bound)).strict();
+  return fromBody(describedAs(RotateReadTokenSchema)).extend(addressArguments(bound)).strict();
 }
 
 export function rotateInboxInput(bound: boolean) {
-  return fromBody(RotateInboxSecretSchema).extend(addressArguments(bound)).strict();
+  return fromBody(describedAs(RotateInboxSecretSchema)).extend(addressArguments(bound)).strict();
 }
 
 export function createViewTokenInput(bound: boolean) {
-  return fromBody(CreateViewTokenSchema).extend(addressArguments(bound)).strict();
+  return fromBody(describedAs(CreateViewTokenSchema)).extend(addressArguments(bound)).strict();
 }
 
 export function revokeViewTokenInput(bound: boolean) {
   return z.strictObject({
     ...addressArguments(bound),
-    view_token_id: z.string().min(1).describe('The id (vt_…) of the view token to revoke, from list_view_tokens.'),
+    view_token_id: z.string().min(1),
   });
 }
 
 export function updateInput(bound: boolean) {
   // minProperties counts address_id and read_token here: the service checks for a change instead.
-  return fromBody({ ...UpdateAddressSchema, minProperties: undefined })
+  return fromBody(describedAs({ ...UpdateAddressSchema, minProperties: undefined }))
     .extend(addressArguments(bound))
     .strict();
 }
@@ -202,11 +192,11 @@ export const revokeOutput = z.strictObject({
 export function configureSenderInput(bound: boolean) {
   return fromBody(
     describedAs(PutSenderSchema, {
-      enforce: 'Default true: refuse what does not verify. false: store it marked unverified.',
+      enforce: 'Default true: refuse what does not verify; false: store it marked unverified.',
       tolerance_seconds: 'Default 300: how far a signed timestamp may be from now.',
-      verify_token: 'meta only: the verify token of its handshake.',
-      header: 'hmac_sha256 only (required there): the signature header.',
-      encoding: 'hmac_sha256 only: hex (default) or base64.',
+      verify_token: 'meta only: its handshake token.',
+      header: 'hmac_sha256 only, required there: the signature header.',
+      encoding: 'hmac_sha256 only; default hex.',
       prefix: 'hmac_sha256 only: text before the signature, e.g. "sha256=".',
     }),
   )
