@@ -34,6 +34,28 @@ const PAGE_CHUNK_BYTES = 64 * 1024;
 /** A page is read from storage in parts of at most this many stored bytes (one event at least). */
 const PAGE_PART_BYTES = 256 * 1024;
 
+/**
+ * The pieces of a page joined into chunks of about `size` characters: one write per chunk,
+ * not one per event field, while no more than a chunk is built ahead of the client.
+ */
+async function* inChunks(pieces: AsyncIterable<string>, size: number): AsyncGenerator<string> {
+  let chunk = '';
+  for await (const piece of pieces) {
+    chunk += piece;
+    if (chunk.length >= size) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk) yield chunk;
+}
+
+/** The chunks already taken, then the rest. */
+async function* resumed(taken: string[], rest: AsyncGenerator<string>): AsyncGenerator<string> {
+  yield* taken;
+  yield* rest;
+}
+
 export async function eventRoutes(app: FastifyInstance): Promise<void> {
   const { service, waiters, metrics, config } = app.roost;
 
@@ -122,8 +144,15 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
           (from, left, maxBytes) => service.readPagePart(addressId, from, left, maxBytes, unacked, filter),
           PAGE_CHUNK_BYTES,
         );
-        const body = Readable.from(pieces, { objectMode: false, highWaterMark: PAGE_CHUNK_BYTES });
-        return reply.type('application/json; charset=utf-8').send(body);
+        reply.type('application/json; charset=utf-8');
+        // A page that fits one chunk (most do) goes as one string with a Content-Length; a
+        // larger one streams, chunk by chunk as the client takes them.
+        const chunks = inChunks(pieces, PAGE_CHUNK_BYTES);
+        const first = await chunks.next();
+        if (first.done) return reply.send('');
+        const second = await chunks.next();
+        if (second.done) return reply.send(first.value);
+        return reply.send(Readable.from(resumed([first.value, second.value], chunks), { objectMode: false }));
       },
     },
   );
