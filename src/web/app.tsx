@@ -89,6 +89,8 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
   // Where a filtered read stopped before the end (the server's bounded scan, docs/api.md §4.3).
   const [more, setMore] = useState<{ cursor: number; upTo: number } | undefined>();
   const [loadingMore, setLoadingMore] = useState(false);
+  // Counts the lists read: a "load more" answered after the filter changed is dropped.
+  const generation = useRef(0);
   // Types and sources seen under any filter, offered in the filter boxes.
   const [seen, setSeen] = useState<{ types: Set<string>; sources: Set<string> }>(() => ({
     types: new Set(),
@@ -177,8 +179,8 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
   };
 
   useEffect(() => {
-    let live = true;
-    const active = () => live;
+    const mine = ++generation.current;
+    const active = () => generation.current === mine;
     let stop: (() => void) | undefined;
     setEvents(new Map());
     setMore(undefined);
@@ -188,7 +190,7 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
       setState('connecting');
       // The first page says how far the queue goes: pages read up to there, the stream after it.
       listEvents(addressId, token, 0, filter).then((first) => {
-        if (!live) return;
+        if (!active()) return;
         put(first.events);
         stop = follow(first.latest_sequence, active);
         const upTo = first.latest_sequence;
@@ -198,16 +200,18 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
       }, refusedBy(active));
     }
     return () => {
-      live = false;
+      generation.current++;
       stop?.();
     };
   }, [addressId, token, filterKey]);
 
   const loadMore = () => {
     if (!more || loadingMore) return;
+    const mine = generation.current;
+    const active = () => generation.current === mine;
     setLoadingMore(true);
-    readFiltered(more.cursor, more.upTo, () => true)
-      .catch(refusedBy(() => true))
+    readFiltered(more.cursor, more.upTo, active)
+      .catch(refusedBy(active))
       .finally(() => setLoadingMore(false));
   };
 
@@ -319,7 +323,8 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
             filter={callbackFilter}
             onFilter={setCallbackFilter}
           />
-          {(events.size > 0 || serverFiltered) && (
+          {/* Kept while a changed filter's list is read again, so that the boxes stay as typed. */}
+          {(events.size > 0 || serverFiltered || seen.types.size > 0) && (
             <div class="filters" role="search" aria-label="Filter the events">
               <label>
                 Type{' '}
