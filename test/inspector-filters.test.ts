@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { createAddress, deliver, type CreatedAddress } from './helpers/http.js';
+import { createAddress, deliver, listEvents, type CreatedAddress } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import {
   APPEARS_MS,
@@ -87,6 +87,23 @@ describe('the inspector filters through the API', { skip: browserSkip }, () => {
     assert.equal((await deliver(address.inbox, { type: 'needle.live' })).status, 202);
     // #302 arriving means the stream has passed #301, which it did not show.
     assert.deepEqual(await showsSequences(page, [EVENTS + 2, 250, 1]), [EVENTS + 2, 250, 1]);
+  });
+
+  it('"acknowledge everything up to" under a filter acknowledges the events it hides too', async () => {
+    await page.click('[data-sequence="250"] button');
+    await page.click('[data-action="ack-up-to"]');
+    await page.waitForSelector('[data-sequence="250"] .badge.acked', { timeout: APPEARS_MS });
+    // Every event up to #250 is acknowledged, the hay the filter hides included; none after it.
+    for (const after of [0, 100, 200, 300]) {
+      const events = (await listEvents(server.url, address, `after=${after}&limit=100`)).body.events;
+      const wrong = events.filter((event: any) => Boolean(event.acknowledged_at) !== event.sequence <= 250);
+      assert.deepEqual(
+        wrong.map((event: any) => event.sequence),
+        [],
+      );
+    }
+    assert.match((await page.textContent('.notice'))!, /Acknowledged 250 events up to #250/);
+    await page.keyboard.press('Escape');
   });
 
   it('a source filter is asked of the API too; clearing the filters shows every event again', async () => {

@@ -22,7 +22,11 @@ export async function apiCall<T>(path: string, token: string, init: RequestInit 
     response = await fetch(path, {
       ...init,
       cache: 'no-store',
-      headers: { accept: 'application/json', authorization: `Bearer ${token}` },
+      headers: {
+        accept: 'application/json',
+        authorization: `Bearer ${token}`,
+        ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
     });
   } catch {
     throw new ApiError(0, 'network_error', 'The service cannot be reached.');
@@ -48,6 +52,13 @@ export async function getAddress(addressId: string, token: string): Promise<Addr
 export async function ackEvent(addressId: string, eventId: string, token: string): Promise<RoostEvent> {
   const path = `${addressPath(addressId)}/events/${encodeURIComponent(eventId)}/ack`;
   return (await apiCall<{ event: RoostEvent }>(path, token, { method: 'POST' })).event;
+}
+
+/** Acknowledges every event up to a sequence, loaded or not (docs/api.md §4.2); how many were new. */
+export async function ackUpTo(addressId: string, upToSequence: number, token: string): Promise<number> {
+  const path = `${addressPath(addressId)}/events/ack`;
+  const body = JSON.stringify({ up_to_sequence: upToSequence });
+  return (await apiCall<{ acknowledged: number }>(path, token, { method: 'POST', body })).acknowledged;
 }
 
 export async function deleteAddress(addressId: string, token: string): Promise<void> {

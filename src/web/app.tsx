@@ -4,7 +4,16 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { AddressHeader } from './address-header';
 import { CallbackPanel } from './callbacks';
-import { ackEvent, ApiError, deleteAddress, getAddress, isFiltered, listEvents, type ReadFilter } from './api';
+import {
+  ackEvent,
+  ackUpTo as ackRun,
+  ApiError,
+  deleteAddress,
+  getAddress,
+  isFiltered,
+  listEvents,
+  type ReadFilter,
+} from './api';
 import { forgetCredentials, loadCredentials, saveCredentials, takeFragmentCredentials } from './credentials';
 import { EventDetail } from './event-detail';
 import { EventList } from './event-list';
@@ -84,6 +93,10 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
   const [selected, setSelected] = useState<number | undefined>();
   const [typeFilter, setTypeFilter] = useState('');
   const [sourceFilter, setSourceFilter] = useState('');
+  // What is typed in the type and source boxes, applied on Enter (or leaving the box): a
+  // render while typing (events arriving) must not put back the applied value.
+  const [typeText, setTypeText] = useState('');
+  const [sourceText, setSourceText] = useState('');
   const [search, setSearch] = useState('');
   const [callbackFilter, setCallbackFilter] = useState('');
   // Where a filtered read stopped before the end (the server's bounded scan, docs/api.md §4.3).
@@ -263,13 +276,12 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
       report(error);
     }
   };
+  // One call for the whole run, the events a filter hides included; the rows turn
+  // acknowledged from the stream's ack messages.
   const ackUpTo = async (last: RoostEvent) => {
-    const pending = [...events.values()]
-      .filter((event) => event.sequence <= last.sequence && !event.acknowledged_at)
-      .sort((a, b) => a.sequence - b.sequence);
     try {
-      for (const event of pending) put([await ackEvent(addressId, event.id, token)]);
-      setNotice(`Acknowledged ${plural(pending.length, 'event')} up to #${last.sequence}.`);
+      const count = await ackRun(addressId, last.sequence, token);
+      setNotice(`Acknowledged ${plural(count, 'event')} up to #${last.sequence}.`);
     } catch (error) {
       report(error);
     }
@@ -332,8 +344,9 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
                   type="search"
                   name="type"
                   list="filter-types"
-                  value={typeFilter}
+                  value={typeText}
                   placeholder="all types (order.*)"
+                  onInput={(event) => setTypeText(event.currentTarget.value)}
                   onChange={(event) => setTypeFilter(event.currentTarget.value.trim())}
                 />
               </label>
@@ -348,8 +361,9 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
                   type="search"
                   name="source"
                   list="filter-sources"
-                  value={sourceFilter}
+                  value={sourceText}
                   placeholder="all sources"
+                  onInput={(event) => setSourceText(event.currentTarget.value)}
                   onChange={(event) => setSourceFilter(event.currentTarget.value.trim())}
                 />
               </label>
