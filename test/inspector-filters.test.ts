@@ -106,7 +106,11 @@ describe('the inspector filters through the API', { skip: browserSkip }, () => {
     await page.keyboard.press('Escape');
   });
 
-  it('a source filter is asked of the API too; clearing the filters shows every event again', async () => {
+  it('a refused filter shows the message of the API; a source filter is asked of the API too; clearing the filters shows every event again', async () => {
+    await applyFilter(page, 'type', 'needle*first');
+    // The notice of the acknowledgement before it is replaced by the refusal.
+    await page.waitForSelector('.notice:has-text("Invalid filter")', { timeout: APPEARS_MS });
+    assert.match((await page.textContent('.notice'))!, /Invalid filter "type"/);
     await applyFilter(page, 'type', '');
     await applyFilter(page, 'source', 'barn');
     assert.deepEqual(await showsSequences(page, [1]), [1]);
