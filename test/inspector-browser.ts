@@ -83,3 +83,26 @@ export async function shoot(page: Page, name: string, fullPage = false): Promise
   const image = await page.screenshot({ path: SCREENSHOT_DIR && join(SCREENSHOT_DIR, `${name}.png`), fullPage });
   assert.ok(image.length > 0);
 }
+
+/** Waits until the list shows exactly these sequences (a filter's reload is asynchronous), then returns them. */
+export async function showsSequences(page: Page, expected: number[]): Promise<number[]> {
+  await page
+    .waitForFunction(
+      (wanted) =>
+        JSON.stringify(
+          [...(globalThis as any).document.querySelectorAll('[data-sequence]')].map((row: any) =>
+            Number(row.getAttribute('data-sequence')),
+          ),
+        ) === JSON.stringify(wanted),
+      expected,
+      { timeout: APPEARS_MS },
+    )
+    .catch(() => undefined);
+  return sequences(page);
+}
+
+/** Types a server filter (type or source) into its box and applies it, as Enter does. */
+export async function applyFilter(page: Page, name: 'type' | 'source', value: string): Promise<void> {
+  await page.fill(`.filters input[name=${name}]`, value);
+  await page.press(`.filters input[name=${name}]`, 'Enter');
+}

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { createAddress, request, type CreatedAddress } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { APPEARS_MS, browserSkip, DESKTOP, inspectUrl, launch, sequences } from './inspector-browser.js';
+import { APPEARS_MS, browserSkip, DESKTOP, inspectUrl, launch, showsSequences, watch } from './inspector-browser.js';
 
 const post = (url: string, body: unknown) =>
   request('', 'POST', url, { rawBody: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
@@ -38,6 +38,7 @@ describe('the inspector shows callbacks', { skip: browserSkip }, () => {
     const context = await browser.newContext({ viewport: DESKTOP });
     try {
       const page = await context.newPage();
+      const seen = watch(page);
       await page.goto(inspectUrl(server, address, { token: address.token }));
       await page.waitForSelector('[data-sequence="2"]', { timeout: APPEARS_MS });
       const jobRow = page.locator(`[data-callback="${job.id}"]`);
@@ -50,10 +51,14 @@ describe('the inspector shows callbacks', { skip: browserSkip }, () => {
       await page.waitForSelector(`[data-callback="${ask.id}"] .answer`, { timeout: APPEARS_MS });
       assert.equal(await page.locator(`[data-callback="${ask.id}"] .answer`).innerText(), 'Yes');
 
+      // The callback filter is the API's: the server reads the callback's events.
+      const reads = seen.urls.length;
       await jobRow.getByRole('button').click();
-      assert.deepEqual(await sequences(page), [2]);
+      assert.deepEqual(await showsSequences(page, [2]), [2]);
+      const read = seen.urls.slice(reads).find((url) => url.includes('/events?'));
+      assert.equal(read && new URL(read).searchParams.get('callback'), job.id);
       await jobRow.getByRole('button', { name: 'Show all events' }).click();
-      assert.deepEqual(await sequences(page), [3, 2, 1]);
+      assert.deepEqual(await showsSequences(page, [3, 2, 1]), [3, 2, 1]);
     } finally {
       await context.close();
     }

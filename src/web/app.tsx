@@ -4,12 +4,21 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { AddressHeader } from './address-header';
 import { CallbackPanel } from './callbacks';
-import { ackEvent, ApiError, deleteAddress, getAddress } from './api';
+import {
+  ackEvent,
+  ackUpTo as ackRun,
+  ApiError,
+  deleteAddress,
+  getAddress,
+  isFiltered,
+  listEvents,
+  type ReadFilter,
+} from './api';
 import { forgetCredentials, loadCredentials, saveCredentials, takeFragmentCredentials } from './credentials';
 import { EventDetail } from './event-detail';
 import { EventList } from './event-list';
 import { EmptyState } from './empty-state';
-import { plural, visible } from './format';
+import { plural } from './format';
 import { followEvents, type Acknowledgement, type StreamState } from './stream';
 import { TokenForm } from './token-form';
 import { isViewToken, type Address, type Credentials, type RoostEvent } from './types';
@@ -84,18 +93,41 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
   const [selected, setSelected] = useState<number | undefined>();
   const [typeFilter, setTypeFilter] = useState('');
   const [sourceFilter, setSourceFilter] = useState('');
+  // What is typed in the type and source boxes, applied on Enter (or leaving the box): a
+  // render while typing (events arriving) must not put back the applied value.
+  const [typeText, setTypeText] = useState('');
+  const [sourceText, setSourceText] = useState('');
   const [search, setSearch] = useState('');
   const [callbackFilter, setCallbackFilter] = useState('');
+  // Where a filtered read stopped before the end (the server's bounded scan, docs/api.md §4.3).
+  const [more, setMore] = useState<{ cursor: number; upTo: number } | undefined>();
+  const [loadingMore, setLoadingMore] = useState(false);
+  // Counts the lists read: a "load more" answered after the filter changed is dropped.
+  const generation = useRef(0);
+  // Types and sources seen under any filter, offered in the filter boxes.
+  const [seen, setSeen] = useState<{ types: Set<string>; sources: Set<string> }>(() => ({
+    types: new Set(),
+    sources: new Set(),
+  }));
   const [notice, setNotice] = useState<string | undefined>();
   // The row to give focus back to when the detail closes.
   const returnTo = useRef<number | undefined>(undefined);
 
-  const put = (changed: RoostEvent[]) =>
+  const put = (changed: RoostEvent[]) => {
     setEvents((previous) => {
       const next = new Map(previous);
       for (const event of changed) next.set(event.sequence, event);
       return next;
     });
+    setSeen((previous) =>
+      changed.every((event) => previous.types.has(event.type) && previous.sources.has(event.source))
+        ? previous
+        : {
+            types: new Set([...previous.types, ...changed.map((event) => event.type)]),
+            sources: new Set([...previous.sources, ...changed.map((event) => event.source)]),
+          },
+    );
+  };
   const acknowledged = (acks: Acknowledgement[]) =>
     setEvents((previous) => {
       let next: Map<number, RoostEvent> | undefined;
@@ -108,31 +140,93 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
       return next ?? previous;
     });
 
+  const refusedBy = (active: () => boolean) => (error: unknown) => {
+    if (!active() || !(error instanceof ApiError)) return;
+    if (error.status === 401) onForget('That token is not valid for this address.');
+    else if (error.status === 404) setEnded('This return address does not exist: it was deleted or has expired.');
+    else setNotice(error.message);
+  };
+
   useEffect(() => {
     let active = true;
-    const refused = (error: unknown) => {
-      if (!active || !(error instanceof ApiError)) return;
-      if (error.status === 401) onForget('That token is not valid for this address.');
-      else if (error.status === 404) setEnded('This return address does not exist: it was deleted or has expired.');
-      else setNotice(error.message);
+    getAddress(addressId, token).then(
+      (found) => active && setAddress(found),
+      refusedBy(() => active),
+    );
+    return () => {
+      active = false;
     };
-    getAddress(addressId, token).then((found) => active && setAddress(found), refused);
-    const stop = followEvents({
+  }, [addressId, token]);
+
+  // Type, source and callback are the API's filters: the server finds matching events that
+  // this page never loaded. A filter's events replace the list, and the stream follows it.
+  const filter: ReadFilter = { type: typeFilter, source: sourceFilter, callback: callbackFilter };
+  const serverFiltered = isFiltered(filter);
+  const filterKey = JSON.stringify(filter);
+  const follow = (after: number, active: () => boolean) =>
+    followEvents({
       addressId,
       token,
-      onEvents: put,
-      onAcks: acknowledged,
+      filter: serverFiltered ? filter : undefined,
+      after,
+      onEvents: (arrived) => active() && put(arrived),
+      onAcks: (acks) => active() && acknowledged(acks),
       onState(next) {
+        if (!active()) return;
         setState(next);
         if (next === 'unauthorized') onForget('That token may not read this address (revoked, or not for it).');
         if (next === 'gone') setEnded((said) => said ?? 'This return address is gone: it was deleted or has expired.');
       },
     });
+
+  /** Reads filtered pages from `after` until `upTo`, or until the server's scan stops. */
+  const readFiltered = async (after: number, upTo: number, active: () => boolean) => {
+    for (;;) {
+      const page = await listEvents(addressId, token, after, filter);
+      if (!active()) return;
+      put(page.events);
+      after = page.next_cursor;
+      if (!page.has_more || after >= upTo) return setMore(undefined);
+      if (page.scan_limited) return setMore({ cursor: after, upTo });
+    }
+  };
+
+  useEffect(() => {
+    const mine = ++generation.current;
+    const active = () => generation.current === mine;
+    let stop: (() => void) | undefined;
+    setEvents(new Map());
+    setMore(undefined);
+    setSelected(undefined);
+    if (!serverFiltered) stop = follow(0, active);
+    else {
+      setState('connecting');
+      // The first page says how far the queue goes: pages read up to there, the stream after it.
+      listEvents(addressId, token, 0, filter).then((first) => {
+        if (!active()) return;
+        put(first.events);
+        stop = follow(first.latest_sequence, active);
+        const upTo = first.latest_sequence;
+        if (!first.has_more || first.next_cursor >= upTo) setMore(undefined);
+        else if (first.scan_limited) setMore({ cursor: first.next_cursor, upTo });
+        else readFiltered(first.next_cursor, upTo, active).catch(refusedBy(active));
+      }, refusedBy(active));
+    }
     return () => {
-      active = false;
-      stop();
+      generation.current++;
+      stop?.();
     };
-  }, [addressId, token]);
+  }, [addressId, token, filterKey]);
+
+  const loadMore = () => {
+    if (!more || loadingMore) return;
+    const mine = generation.current;
+    const active = () => generation.current === mine;
+    setLoadingMore(true);
+    readFiltered(more.cursor, more.upTo, active)
+      .catch(refusedBy(active))
+      .finally(() => setLoadingMore(false));
+  };
 
   const open = (sequence: number) => {
     returnTo.current = sequence;
@@ -162,22 +256,16 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
   }, [selected]);
 
   const newestFirst = useMemo(() => [...events.values()].sort((a, b) => b.sequence - a.sequence), [events]);
-  const types = useMemo(() => [...new Set(newestFirst.map((event) => event.type))].sort(), [newestFirst]);
-  const sources = useMemo(() => [...new Set(newestFirst.map((event) => event.source))].sort(), [newestFirst]);
+  const types = useMemo(() => [...seen.types].sort(), [seen]);
+  const sources = useMemo(() => [...seen.sources].sort(), [seen]);
   const needle = search.trim().toLowerCase();
-  const filtered = typeFilter !== '' || sourceFilter !== '' || needle !== '' || callbackFilter !== '';
+  const filtered = serverFiltered || needle !== '';
   // Callback events are counted so that the callbacks are read again when one arrives.
   const callbackEvents = useMemo(
     () => newestFirst.filter((event) => event.source === 'callback').length,
     [newestFirst],
   );
-  const shown = newestFirst.filter(
-    (event) =>
-      (typeFilter === '' || event.type === typeFilter) &&
-      (sourceFilter === '' || event.source === sourceFilter) &&
-      (callbackFilter === '' || event.metadata?.callback_id === callbackFilter) &&
-      (needle === '' || matches(event, needle)),
-  );
+  const shown = newestFirst.filter((event) => needle === '' || matches(event, needle));
   const current = selected === undefined ? undefined : events.get(selected);
 
   const report = (error: unknown) => setNotice(error instanceof Error ? error.message : String(error));
@@ -188,13 +276,12 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
       report(error);
     }
   };
+  // One call for the whole run, the events a filter hides included; the rows turn
+  // acknowledged from the stream's ack messages.
   const ackUpTo = async (last: RoostEvent) => {
-    const pending = [...events.values()]
-      .filter((event) => event.sequence <= last.sequence && !event.acknowledged_at)
-      .sort((a, b) => a.sequence - b.sequence);
     try {
-      for (const event of pending) put([await ackEvent(addressId, event.id, token)]);
-      setNotice(`Acknowledged ${plural(pending.length, 'event')} up to #${last.sequence}.`);
+      const count = await ackRun(addressId, last.sequence, token);
+      setNotice(`Acknowledged ${plural(count, 'event')} up to #${last.sequence}.`);
     } catch (error) {
       report(error);
     }
@@ -248,34 +335,43 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
             filter={callbackFilter}
             onFilter={setCallbackFilter}
           />
-          {events.size > 0 && (
+          {/* Kept while a changed filter's list is read again, so that the boxes stay as typed. */}
+          {(events.size > 0 || serverFiltered || seen.types.size > 0) && (
             <div class="filters" role="search" aria-label="Filter the events">
               <label>
                 Type{' '}
-                <select name="type" value={typeFilter} onChange={(event) => setTypeFilter(event.currentTarget.value)}>
-                  <option value="">all types</option>
-                  {types.map((type) => (
-                    <option key={type} value={type}>
-                      {visible(type, 60)}
-                    </option>
-                  ))}
-                </select>
+                <input
+                  type="search"
+                  name="type"
+                  list="filter-types"
+                  value={typeText}
+                  placeholder="all types (order.*)"
+                  onInput={(event) => setTypeText(event.currentTarget.value)}
+                  onChange={(event) => setTypeFilter(event.currentTarget.value.trim())}
+                />
               </label>
+              <datalist id="filter-types">
+                {types.map((type) => (
+                  <option key={type} value={type} />
+                ))}
+              </datalist>
               <label>
                 Source{' '}
-                <select
+                <input
+                  type="search"
                   name="source"
-                  value={sourceFilter}
-                  onChange={(event) => setSourceFilter(event.currentTarget.value)}
-                >
-                  <option value="">all sources</option>
-                  {sources.map((source) => (
-                    <option key={source} value={source}>
-                      {visible(source, 60)}
-                    </option>
-                  ))}
-                </select>
+                  list="filter-sources"
+                  value={sourceText}
+                  placeholder="all sources"
+                  onInput={(event) => setSourceText(event.currentTarget.value)}
+                  onChange={(event) => setSourceFilter(event.currentTarget.value.trim())}
+                />
               </label>
+              <datalist id="filter-sources">
+                {sources.map((source) => (
+                  <option key={source} value={source} />
+                ))}
+              </datalist>
               <label>
                 Text{' '}
                 <input
@@ -287,7 +383,8 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
                 />
               </label>
               <span class="muted count" role="status">
-                {shown.length} of {plural(events.size, 'event')}
+                {shown.length} of {plural(events.size, serverFiltered ? 'matching event' : 'event')}
+                {more ? ' so far' : ''}
               </span>
               <button
                 type="button"
@@ -300,16 +397,31 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
               </button>
             </div>
           )}
-          {events.size === 0 ? (
+          {events.size === 0 && !serverFiltered ? (
             state === 'connecting' ? (
               <p class="muted">Loading the events…</p>
             ) : (
               <EmptyState address={address} inboxUrl={inboxUrl} />
             )
           ) : shown.length === 0 && filtered ? (
-            <p class="empty muted">None of the {plural(events.size, 'loaded event')} matches these filters.</p>
+            <p class="empty muted">
+              {serverFiltered && events.size === 0
+                ? more
+                  ? 'No event matches these filters in the part of the queue searched so far.'
+                  : 'No event matches these filters.'
+                : `None of the ${plural(events.size, 'loaded event')} matches these filters.`}
+            </p>
           ) : (
             <EventList events={shown} selected={selected} onSelect={open} />
+          )}
+          {more && (
+            <p class="scan-limited muted" role="status">
+              The server stopped searching at #{more.cursor} of #{more.upTo} (it looks at a bounded number of events per
+              request).{' '}
+              <button type="button" class="small" data-action="load-more" disabled={loadingMore} onClick={loadMore}>
+                {loadingMore ? 'Searching…' : 'Load more'}
+              </button>
+            </p>
           )}
         </section>
         <section class="detail-pane" aria-label="Event detail">

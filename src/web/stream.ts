@@ -2,7 +2,7 @@
 // send an Authorization header (and a token must not go into a URL). After a dropped
 // connection it reconnects with backoff and resumes after the last sequence it saw.
 import { createParser } from 'eventsource-parser';
-import { addressPath } from './api';
+import { addressPath, filterQuery, type ReadFilter } from './api';
 import type { RoostEvent } from './types';
 
 export type StreamState = 'connecting' | 'live' | 'reconnecting' | 'gone' | 'unauthorized';
@@ -20,6 +20,10 @@ export interface FollowOptions {
   onEvents: (events: RoostEvent[]) => void;
   onAcks: (acks: Acknowledgement[]) => void;
   onState: (state: StreamState) => void;
+  /** Only the events this filter matches (the server applies it); none: every event. */
+  filter?: ReadFilter;
+  /** Start after this sequence (default 0: from the first event). */
+  after?: number;
 }
 
 /** An ack message's data, or undefined when it is not one. */
@@ -51,7 +55,8 @@ export function followEvents(options: FollowOptions): () => void {
 }
 
 async function run(options: FollowOptions, stopped: AbortSignal): Promise<void> {
-  let after = 0;
+  let after = options.after ?? 0;
+  const query = options.filter ? filterQuery(options.filter) : new URLSearchParams();
   let backoff = 500;
   // Events that arrive in one read (the replay: hundreds) are handed over together, one render.
   let pending: RoostEvent[] = [];
@@ -79,7 +84,8 @@ async function run(options: FollowOptions, stopped: AbortSignal): Promise<void> 
     };
     let ended: 'gone' | 'unauthorized' | undefined;
     try {
-      const response = await fetch(`${addressPath(options.addressId)}/events/stream?after=${after}`, {
+      query.set('after', String(after));
+      const response = await fetch(`${addressPath(options.addressId)}/events/stream?${query.toString()}`, {
         headers: { accept: 'text/event-stream', authorization: `Bearer ${options.token}` },
         cache: 'no-store',
         signal: attempt.signal,

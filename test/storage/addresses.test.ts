@@ -121,6 +121,56 @@ await forEachStorage('addresses', (storage) => {
     assert.deepEqual(await storage().getAddress(address.id, now), abrupt);
   });
 
+  test('replacing the read token with revokeViewTokens deletes the view tokens; without it they stay', async () => {
+    const now = Date.now();
+    const kept = await stored(storage());
+    const keptToken = viewToken(kept.id, { createdAt: now - 10 });
+    assert.equal(await storage().insertViewToken(keptToken, 5, now), 'ok');
+    const revoked = await stored(storage());
+    const revokedTokens = [
+      viewToken(revoked.id, { createdAt: now - 10 }),
+      viewToken(revoked.id, { createdAt: now - 5 }),
+    ];
+    for (const token of revokedTokens) assert.equal(await storage().insertViewToken(token, 5, now), 'ok');
+
+    const same = await storage().replaceReadToken({
+      id: kept.id,
+      digest: 'a'.repeat(64),
+      now,
+      revokeViewTokens: false,
+    });
+    assert.equal(same?.readTokenDigest, 'a'.repeat(64));
+    assert.deepEqual(await storage().listViewTokens(kept.id, now), [keptToken]);
+    assert.deepEqual(await storage().findViewToken(kept.id, keptToken.tokenDigest, now), keptToken);
+
+    const cleared = await storage().replaceReadToken({
+      id: revoked.id,
+      digest: 'b'.repeat(64),
+      now,
+      revokeViewTokens: true,
+    });
+    assert.equal(cleared?.readTokenDigest, 'b'.repeat(64));
+    assert.deepEqual(await storage().listViewTokens(revoked.id, now), []);
+    for (const token of revokedTokens)
+      assert.equal(await storage().findViewToken(revoked.id, token.tokenDigest, now), null);
+    // Only that address's tokens went.
+    assert.deepEqual(await storage().listViewTokens(kept.id, now), [keptToken]);
+    // The freed places count again: the limit sees none of the deleted tokens.
+    assert.equal(await storage().insertViewToken(viewToken(revoked.id), 1, now), 'ok');
+  });
+
+  test('replaceReadToken on an unknown address is null and deletes nothing', async () => {
+    const now = Date.now();
+    const address = await stored(storage());
+    const token = viewToken(address.id);
+    assert.equal(await storage().insertViewToken(token, 5, now), 'ok');
+    assert.equal(
+      await storage().replaceReadToken({ id: 'addr_unknown', digest: 'c'.repeat(64), now, revokeViewTokens: true }),
+      null,
+    );
+    assert.deepEqual(await storage().listViewTokens(address.id, now), [token]);
+  });
+
   test('delete removes the address with its events, tokens and sender; a second delete finds nothing', async () => {
     const address = await stored(storage());
     await storage().appendEvent({ event: appendInput(address.id), capacity: 10 });

@@ -178,6 +178,58 @@ await forEachStorage('events', (storage, engine, opened) => {
     assert.equal(await storage().ackUpTo(id, 1, 3000), 0);
   });
 
+  test('listAcknowledged: acknowledged at or after since, sequence up to upTo, by sequence, at most limit', async () => {
+    const id = await newAddress(storage());
+    const other = await newAddress(storage());
+    await appendMany(storage(), id, ['1', '2', '3', '4', '5', '6']);
+    await appendMany(storage(), other, ['1']);
+    const events = (await storage().listEvents({ addressId: id, after: 0, limit: 10 })).events;
+    const [otherEvent] = (await storage().listEvents({ addressId: other, after: 0, limit: 1 })).events;
+    // Acknowledged out of sequence order, at different times; #3 never.
+    const ackedAt = new Map([
+      [5, 1000],
+      [1, 2000],
+      [2, 3000],
+      [4, 4000],
+      [6, 5000],
+    ]);
+    for (const [sequence, at] of ackedAt) assert.ok(await storage().ackEvent(id, events[sequence - 1].id, at));
+    assert.ok(await storage().ackEvent(other, otherEvent.id, 3000));
+    const ack = (sequence: number) => ({
+      id: events[sequence - 1].id,
+      sequence,
+      acknowledgedAt: ackedAt.get(sequence),
+    });
+
+    assert.deepEqual(await storage().listAcknowledged({ addressId: id, since: 0, upTo: 6, limit: 10 }), [
+      ack(1),
+      ack(2),
+      ack(4),
+      ack(5),
+      ack(6),
+    ]);
+    // since is inclusive: #2 was acknowledged at 3000 exactly.
+    assert.deepEqual(await storage().listAcknowledged({ addressId: id, since: 3000, upTo: 6, limit: 10 }), [
+      ack(2),
+      ack(4),
+      ack(6),
+    ]);
+    // upTo is inclusive and bounds the sequence, not the time.
+    assert.deepEqual(await storage().listAcknowledged({ addressId: id, since: 0, upTo: 4, limit: 10 }), [
+      ack(1),
+      ack(2),
+      ack(4),
+    ]);
+    // The limit keeps the lowest sequences.
+    assert.deepEqual(await storage().listAcknowledged({ addressId: id, since: 0, upTo: 6, limit: 2 }), [
+      ack(1),
+      ack(2),
+    ]);
+    assert.deepEqual(await storage().listAcknowledged({ addressId: id, since: 5001, upTo: 6, limit: 10 }), []);
+    assert.deepEqual(await storage().listAcknowledged({ addressId: id, since: 0, upTo: 0, limit: 10 }), []);
+    assert.deepEqual(await storage().listAcknowledged({ addressId: 'addr_unknown', since: 0, upTo: 6, limit: 10 }), []);
+  });
+
   test('hasRoom: below capacity, or full with an acknowledged event to evict', async () => {
     const id = await newAddress(storage());
     assert.equal(await storage().hasRoom(id, 2), true);
