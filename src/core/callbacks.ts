@@ -9,7 +9,7 @@ import type { AddressRecord, CallbackRecord, CallbackStatus, EventRecord, Storag
 import { errors, ServiceError } from './errors.js';
 import { effectiveIdempotencyKey } from './idempotency-key.js';
 import { isoTime } from './iso-time.js';
-import { RETENTION_MS, WAIT_MAX_SECONDS, WAITER_RETRY_AFTER_SECONDS } from './limits.js';
+import { RETENTION_MS, WAIT_MAX_SECONDS } from './limits.js';
 import {
   CALLBACK_LIMITS,
   checkCreateInput,
@@ -36,7 +36,6 @@ export {
 import {
   CALLBACK_SECRET_PREFIX,
   READ_TOKEN_PREFIX,
-  VIEW_TOKEN_PREFIX,
   callbackSecret,
   digestSecret,
   newCallbackId,
@@ -115,7 +114,7 @@ export class CallbackService {
     private readonly service: RoostService,
     private readonly storage: Storage,
     private readonly waiters: Waiters,
-    private readonly config: Pick<Config, 'baseUrl' | 'maxCallbacks' | 'maxWaitersPerAddress' | 'maxWaitersPerIp'>,
+    private readonly config: Pick<Config, 'baseUrl' | 'maxCallbacks'>,
     private readonly now: Clock = Date.now,
   ) {}
 
@@ -309,17 +308,7 @@ export class CallbackService {
     if (!Number.isFinite(wait) || wait < 0 || wait > WAIT_MAX_SECONDS)
       throw errors.invalidRequest({ message: `"wait" must be 0–${WAIT_MAX_SECONDS} seconds.` });
     if (wait === 0) return (await check()).value;
-    const access = token?.startsWith(VIEW_TOKEN_PREFIX) ? 'view' : 'full';
-    const admitted = this.waiters.admit(addressId, options.client ?? '', access);
-    if (typeof admitted !== 'function') {
-      const cap =
-        admitted === 'address'
-          ? this.config.maxWaitersPerAddress
-          : admitted === 'view'
-            ? this.waiters.viewShare
-            : this.config.maxWaitersPerIp;
-      throw errors.tooManyWaiters({ scope: admitted, limit: cap, retryAfterSeconds: WAITER_RETRY_AFTER_SECONDS });
-    }
+    const release = this.service.admitWaiter(addressId, options.client ?? '', token);
     try {
       const deadline = performance.now() + wait * 1000;
       for (;;) {
@@ -340,7 +329,7 @@ export class CallbackService {
         await this.service.authenticate(addressId, token);
       }
     } finally {
-      admitted();
+      release();
     }
   }
 
