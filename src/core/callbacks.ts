@@ -5,6 +5,7 @@
 // delivery, completion and expiry wakes, here and (PostgreSQL) on other instances.
 import { hash } from 'node:crypto';
 import type { Config } from '../config.js';
+import type { Callback } from '../contract/callback-schemas.js';
 import type { AddressRecord, CallbackRecord, CallbackStatus, EventRecord, Storage } from '../storage/storage.js';
 import { errors, ServiceError } from './errors.js';
 import { effectiveIdempotencyKey } from './idempotency-key.js';
@@ -55,30 +56,8 @@ const DEFAULT_LIFETIME_MS = 7 * 24 * 3600 * 1000;
 /** Due callbacks one expiry pass takes at a time. */
 const EXPIRY_BATCH = 100;
 
-export interface WireCallback {
-  id: string;
-  key: string | null;
-  /** The secret URL: shown to the read token only (null for a view token). */
-  url: string | null;
-  label: string | null;
-  status: CallbackStatus;
-  created_at: string;
-  expires_at: string;
-  completed_at: string | null;
-  event_id: string | null;
-  deliveries: number;
-  complete_when: CompleteWhen | null;
-  human:
-    | (HumanQuestion & {
-        allow_comment: boolean;
-        /** A ready-to-send text: the question and the link (with the URL only). */
-        message?: string;
-        answer: string | null;
-        comment: string | null;
-        answered_at: string | null;
-      })
-    | null;
-}
+/** A callback as the wire shows it (src/contract/callback-schemas.ts). */
+export type WireCallback = Callback;
 
 export interface CallbackSelection {
   ids?: string[];
