@@ -3,7 +3,7 @@
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseSecretKey } from './core/secret-box.js';
-import type { PoolMode } from './storage/postgres/connection-options.js';
+import type { PoolMode, PostgresOptions } from './storage/postgres/connection-options.js';
 
 export const PRODUCT = 'roost';
 
@@ -16,7 +16,8 @@ export interface RateSpec {
   text: string;
 }
 
-export interface Config {
+/** The PostgreSQL settings are the engine's own options (PostgresOptions). */
+export interface Config extends PostgresOptions {
   port: number;
   host: string;
   /** Public origin used in returned URLs, no trailing slash. */
@@ -25,20 +26,6 @@ export interface Config {
   baseUrlFromPort: boolean;
   /** SQLite file (the embedded default); ignored when databaseUrl is set. */
   dbPath: string;
-  /** postgres://… — use PostgreSQL instead of SQLite. */
-  databaseUrl?: string;
-  /** Connections in this instance's PostgreSQL pool. */
-  pgPoolSize: number;
-  /** PostgreSQL statement_timeout for pool connections, in milliseconds. */
-  pgStatementTimeoutMs: number;
-  /** How long a request waits to open a PostgreSQL connection or get one from a full pool. */
-  pgConnectTimeoutMs: number;
-  /** A direct (or session-pooled) URL for the LISTEN connection, when DATABASE_URL goes through a transaction pooler. */
-  pgListenUrl?: string;
-  /** How connections reach PostgreSQL: auto (detects a pooler), session or transaction (docs/scale-out.md). */
-  pgPoolMode: PoolMode;
-  /** How long start waits for a database that refuses, is starting up or is full. */
-  pgStartTimeoutMs: number;
   smtpPort: number;
   smtpHost: string;
   mailDomain: string;

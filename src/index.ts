@@ -3,41 +3,8 @@
 // running the service inside another Node program. A program that only talks to a service
 // imports 'roost/client', which loads none of the server's modules.
 import './require-node.js';
-export {
-  RoostClient,
-  RoostError,
-  RoostNetworkError,
-  fromCredentials,
-  parseCredentials,
-  forwardEvents,
-  readCursorFile,
-  writeCursorFile,
-  CLIENT_VERSION,
-} from './client/index.js';
-export type {
-  RoostClientOptions,
-  ListEventsOptions,
-  DeliverOptions,
-  EventsOptions,
-  SavedCredentials,
-  BackoffOptions,
-  ForwardOptions,
-} from './client/index.js';
-
-export type {
-  Address,
-  AddressResponse,
-  CreateAddress,
-  CreateAddressResponse,
-  Event,
-  CreateEvent,
-  EventPage,
-  EventResponse,
-  EventDeliveryResponse,
-  ErrorBody,
-  ListEventsQuery,
-} from './contract/schemas.js';
-export type { PutSender, Sender, SenderResponse } from './contract/sender-schemas.js';
+// The client and its wire types: what 'roost/client' exports, and the service besides.
+export * from './client-entry.js';
 
 export { startRoost, type RunningRoost, type StartOptions } from './server.js';
 export { loadConfig, ConfigError, ENV_VARS, type Config } from './config.js';

@@ -5,11 +5,11 @@
 // among the options is 400, and axe-core finds no serious or critical violation.
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
-import { createAddress, listEvents, request, type CreatedAddress } from './helpers/http.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
-import { browserSkip, launch, PHONE } from './inspector-browser.js';
+import { describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
+import { browserSuite } from './helpers/browser.js';
+import { listEvents, request } from './helpers/http.js';
+import { browserSkip, PHONE } from './inspector-browser.js';
 
 // page.evaluate callbacks run in the browser, whose globals this Node-typed file does not see.
 declare const document: any, window: any, axe: any;
@@ -18,23 +18,11 @@ const AXE_SCRIPT = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
 const QUESTION = 'Deploy <b>v2</b> to production & notify "ops"?';
 
 describe('the callback question page in Chromium', { skip: browserSkip }, () => {
-  let server: TestServer;
-  let browser: Browser;
-  let address: CreatedAddress;
-
-  before(async () => {
-    server = await startTestServer('sqlite');
-    browser = await launch();
-    address = await createAddress(server.url);
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const suite = browserSuite();
 
   async function question(options = ['Yes', 'No', 'Later'], allowComment = true) {
-    const created = await request(server.url, 'POST', `/api/v1/addresses/${address.id}/callbacks`, {
-      token: address.token,
+    const created = await request(suite.server.url, 'POST', `/api/v1/addresses/${suite.address.id}/callbacks`, {
+      token: suite.address.token,
       body: { human: { question: QUESTION, options, allow_comment: allowComment } },
     });
     assert.equal(created.status, 201);
@@ -42,12 +30,15 @@ describe('the callback question page in Chromium', { skip: browserSkip }, () => 
   }
 
   const state = async (id: string) =>
-    (await request(server.url, 'GET', `/api/v1/addresses/${address.id}/callbacks/${id}`, { token: address.token }))
-      .body;
+    (
+      await request(suite.server.url, 'GET', `/api/v1/addresses/${suite.address.id}/callbacks/${id}`, {
+        token: suite.address.token,
+      })
+    ).body;
 
   /** A phone-sized page, JavaScript off: the page must need none. Every request it makes is recorded. */
   async function phonePage(options: { bypassCSP?: boolean; javaScript?: boolean } = {}) {
-    const context = await browser.newContext({
+    const context = await suite.browser.newContext({
       viewport: PHONE,
       isMobile: true,
       hasTouch: true,
@@ -86,7 +77,7 @@ describe('the callback question page in Chromium', { skip: browserSkip }, () => 
       assert.ok(widths[0] <= widths[1], `page ${widths[0]} px wide on a ${widths[1]} px screen`);
       const after = await state(cb.id);
       assert.equal(after.callback.status, 'waiting');
-      assert.equal((await listEvents(server.url, address)).body.events.length, 0);
+      assert.equal((await listEvents(suite.server.url, suite.address)).body.events.length, 0);
     } finally {
       await context.close();
     }
@@ -108,7 +99,7 @@ describe('the callback question page in Chromium', { skip: browserSkip }, () => 
       assert.equal(done.body.answer, 'Later');
       assert.equal(done.body.comment, 'after 18:00 <please>');
       assert.ok(Date.parse(done.body.answered_at));
-      const events = (await listEvents(server.url, address)).body.events;
+      const events = (await listEvents(suite.server.url, suite.address)).body.events;
       const delivery = events.find((e: { metadata: { callback_id: string } }) => e.metadata.callback_id === cb.id);
       assert.equal(delivery.type, 'callback.delivery');
       assert.deepEqual(delivery.data, done.body);

@@ -2,22 +2,13 @@
 // iterator across server restarts: it must lose nothing and repeat nothing.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { RoostClient, RoostError, RoostNetworkError, fromCredentials, type Event } from '../src/index.js';
+import { freePort } from './helpers/ports.js';
 import { spawnServer, type ServerProcess } from './helpers/process.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-
-/** A port that was free a moment ago, for a server that must come back on the same one. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('RoostClient against a running server', () => {
   let server: TestServer;

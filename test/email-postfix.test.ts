@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
+import { selfSignedCertificate } from './helpers/certificate.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { SmtpDialogue, message, splitReceived } from './helpers/smtp.js';
 
@@ -85,25 +86,7 @@ describe(title, { skip }, () => {
     chmodSync(dir, 0o755);
     mkdirSync(join(dir, 'etc'));
     mkdirSync(join(dir, 'roost'));
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-subj',
-        `/CN=${ROOST_HOST}`,
-        '-days',
-        '1',
-        '-keyout',
-        join(dir, 'roost.key'),
-        '-out',
-        join(dir, 'roost.crt'),
-      ],
-      { stdio: 'ignore' },
-    );
+    selfSignedCertificate({ cert: join(dir, 'roost.crt'), key: join(dir, 'roost.key') }, ROOST_HOST);
     server = await startTestServer('sqlite', {
       env: {
         ROOST_DB: join(dir, 'roost', 'roost.db'),

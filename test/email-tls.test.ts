@@ -9,36 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createAddress, listEvents } from './helpers/http.js';
+import { selfSignedCertificate } from './helpers/certificate.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'roost-tls-'));
 
-function makeCertificate(name: string): { cert: string; key: string } {
-  const cert = join(dir, `${name}.crt`);
-  const key = join(dir, `${name}.key`);
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-subj',
-      '/CN=localhost',
-      '-days',
-      '1',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    {
-      stdio: 'ignore',
-    },
-  );
-  return { cert, key };
-}
+const makeCertificate = (name: string) =>
+  selfSignedCertificate({ cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) });
 
 const fingerprint = (certPath: string) =>
   execFileSync('openssl', ['x509', '-in', certPath, '-noout', '-fingerprint', '-sha256'], { encoding: 'utf8' })

@@ -1,19 +1,14 @@
 // What the inspector's browser tests share: Debian's Chromium under playwright-core, the
 // address's page URL with its fragment, mail sent over real SMTP, and watching a page.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import nodemailer, { type SendMailOptions } from 'nodemailer';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import type { CreatedAddress } from './helpers/http.js';
 import type { TestServer } from './helpers/server.js';
 
-export const CHROMIUM = '/usr/bin/chromium';
-// Under CI the browser tests always run (a missing browser fails them); elsewhere they say why not.
-export const browserSkip =
-  !existsSync(CHROMIUM) && process.env.CI !== 'true'
-    ? `skipped: ${CHROMIUM} is missing (apt-get install -y --no-install-recommends chromium)`
-    : false;
+export { CHROMIUM, browserSkip, launch } from './helpers/browser.js';
 export const DESKTOP = { width: 1280, height: 900 };
 export const PHONE = { width: 390, height: 844 };
 /** Generous: a live event shows well within a second; this bound only catches "never". */
@@ -23,23 +18,6 @@ export const APPEARS_MS = 10_000;
 export const offline = async () => {
   throw Object.assign(new Error('offline'), { code: 'ENOTFOUND' });
 };
-
-export async function launch(): Promise<Browser> {
-  // Playwright gives every launch a fresh temporary profile (its own --user-data-dir).
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-}
 
 export function inspectUrl(server: TestServer, address: CreatedAddress, fragment: Record<string, string>): string {
   return `${server.url}/inspect/${address.id}#${new URLSearchParams(fragment).toString()}`;

@@ -2,44 +2,35 @@
 // person's question and answer, read again when a callback event arrives, and a button
 // that narrows the event list to one callback's events — in real Chromium.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
-import { createAddress, request, type CreatedAddress } from './helpers/http.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
-import { APPEARS_MS, browserSkip, DESKTOP, inspectUrl, launch, showsSequences, watch } from './inspector-browser.js';
+import { describe, it } from 'node:test';
+import { browserSuite } from './helpers/browser.js';
+import { request } from './helpers/http.js';
+import { APPEARS_MS, browserSkip, DESKTOP, inspectUrl, showsSequences, watch } from './inspector-browser.js';
 
 const post = (url: string, body: unknown) =>
   request('', 'POST', url, { rawBody: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
 describe('the inspector shows callbacks', { skip: browserSkip }, () => {
-  let server: TestServer;
-  let browser: Browser;
-  let address: CreatedAddress;
-
-  before(async () => {
-    server = await startTestServer('sqlite');
-    browser = await launch();
-    address = await createAddress(server.url);
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const suite = browserSuite();
 
   const create = async (body: unknown) =>
-    (await request(server.url, 'POST', `/api/v1/addresses/${address.id}/callbacks`, { token: address.token, body }))
-      .body.callback;
+    (
+      await request(suite.server.url, 'POST', `/api/v1/addresses/${suite.address.id}/callbacks`, {
+        token: suite.address.token,
+        body,
+      })
+    ).body.callback;
 
   it('lists them with status, key, label, question and answer, and filters the events by one', async () => {
     const job = await create({ key: 'job-1', label: 'Render' });
     const ask = await create({ key: 'ask-1', human: { question: 'Ship it?', options: ['Yes', 'No'] } });
-    await request(server.url, 'POST', address.inbox, { body: { data: 'unrelated' } });
+    await request(suite.server.url, 'POST', suite.address.inbox, { body: { data: 'unrelated' } });
     await post(job.url, { done: true });
-    const context = await browser.newContext({ viewport: DESKTOP });
+    const context = await suite.browser.newContext({ viewport: DESKTOP });
     try {
       const page = await context.newPage();
       const seen = watch(page);
-      await page.goto(inspectUrl(server, address, { token: address.token }));
+      await page.goto(inspectUrl(suite.server, suite.address, { token: suite.address.token }));
       await page.waitForSelector('[data-sequence="2"]', { timeout: APPEARS_MS });
       const jobRow = page.locator(`[data-callback="${job.id}"]`);
       await jobRow.waitFor({ timeout: APPEARS_MS });

@@ -3,23 +3,16 @@
 // ROOST_MCP_ALLOWED_ORIGINS and drives Roost's tools across origins (CORS preflight, the
 // Authorization header, the answers read); the same page from an origin not listed is refused.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { build } from 'esbuild';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { browserSkip, launch } from './helpers/browser.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 // page.evaluate callbacks run in the browser, whose globals this Node-typed file does not see.
 declare const window: any;
-
-const CHROMIUM = '/usr/bin/chromium';
-// Under CI the browser tests always run (a missing browser fails them); elsewhere they say why not.
-const browserSkip =
-  !existsSync(CHROMIUM) && process.env.CI !== 'true'
-    ? `skipped: ${CHROMIUM} is missing (apt-get install -y --no-install-recommends chromium)`
-    : false;
 
 /** The SDK's browser client as one script that sets window.mcp. */
 async function bundleClient(): Promise<string> {
@@ -59,19 +52,7 @@ describe('MCP from a browser page on another origin', { skip: browserSkip }, () 
     pagePort = (pages.address() as AddressInfo).port;
     // Allowed: the page as 127.0.0.1; the same page as localhost is another origin, not allowed.
     roost = await startTestServer('sqlite', { env: { ROOST_MCP_ALLOWED_ORIGINS: `http://127.0.0.1:${pagePort}` } });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launch();
   });
   after(async () => {
     await browser?.close();

@@ -4,10 +4,10 @@
 // the Host and Origin checks and CORS; the size of tools/list; and GET /llms.txt.
 import assert from 'node:assert/strict';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { freePort } from './helpers/ports.js';
 import { eventually } from './helpers/engines.js';
 import { createAddress, request, type WireResponse } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -160,14 +160,6 @@ function raw(
 }
 
 const LIST = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
-
-async function freePort(): Promise<number> {
-  const probe = createNetServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 describe('MCP JSON-RPC error codes', () => {
   let server: TestServer;

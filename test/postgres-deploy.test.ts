@@ -18,6 +18,7 @@ import { PostgresStorage } from '../src/storage/postgres/engine.js';
 import { PG_SCHEMA_VERSION } from '../src/storage/postgres/start.js';
 import { PG_MIGRATIONS } from '../src/storage/postgres/migrations.js';
 import { SQLITE_SCHEMA_VERSION } from '../src/storage/sqlite/connection.js';
+import { selfSignedCertificate } from './helpers/certificate.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
 import { clusterSkip, createCluster, type Cluster } from './helpers/pg-cluster.js';
 import {
@@ -180,32 +181,12 @@ describe('a schema newer than the build is refused, naming both versions', () =>
 });
 
 /** A self-signed certificate for localhost and 127.0.0.1, and its key, in `dir` as `name`.pem/-key.pem. */
-function selfSigned(dir: string, name: string): { cert: string; key: string } {
-  const cert = join(dir, `${name}.pem`);
-  const key = join(dir, `${name}-key.pem`);
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-      '-days',
-      '1',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    { stdio: 'pipe' },
+const selfSigned = (dir: string, name: string) =>
+  selfSignedCertificate(
+    { cert: join(dir, `${name}.pem`), key: join(dir, `${name}-key.pem`) },
+    'localhost',
+    'DNS:localhost,IP:127.0.0.1',
   );
-  return { cert, key };
-}
 
 describe(
   'TLS with libpq sslmode, against a throwaway cluster with a self-signed certificate',

@@ -92,6 +92,37 @@ async function neverReading(
   };
 }
 
+/** Delivers EVENTS events of 250 KB each to `a`. */
+async function fill(a: CreatedAddress): Promise<void> {
+  for (let n = 1; n <= EVENTS; n++) {
+    const res = await deliver(a.inbox, { data: { n, filler: String(n % 10).repeat(250_000) } });
+    assert.equal(res.status, 202, res.text);
+  }
+}
+
+/** For the suite around it: a server process (with `env`) on its own database, with one address filled. */
+function filledServer(prefix: string, env: Record<string, string>) {
+  const suite = {} as { server: ServerProcess; a: CreatedAddress; port: number };
+  let dir: string | undefined;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), prefix));
+    suite.server = await spawnServer({
+      ROOST_DB: join(dir, 'roost.db'),
+      ROOST_CREATE_RATE: '1000/sec',
+      ...env,
+      LOG_LEVEL: 'warn',
+    });
+    suite.port = Number(new URL(suite.server.url).port);
+    suite.a = await createAddress(suite.server.url);
+    await fill(suite.a);
+  });
+  after(async () => {
+    await suite.server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  return suite;
+}
+
 /**
  * Reads the whole queue a few times at once, so that the baseline is taken from a server
  * whose heap has already grown to what serving large pages takes (a one-time sizing, not
@@ -107,32 +138,10 @@ async function warmUp(base: string, a: CreatedAddress): Promise<void> {
 }
 
 describe('slow readers: memory stays bounded', () => {
-  let dir: string;
-  let server: ServerProcess;
-  let a: CreatedAddress;
-  let port: number;
-
-  before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'roost-slow-'));
-    server = await spawnServer({
-      ROOST_DB: join(dir, 'roost.db'),
-      ROOST_CREATE_RATE: '1000/sec',
-      LOG_LEVEL: 'warn',
-    });
-    port = Number(new URL(server.url).port);
-    a = await createAddress(server.url);
-    for (let n = 1; n <= EVENTS; n++) {
-      const res = await deliver(a.inbox, { data: { n, filler: String(n % 10).repeat(250_000) } });
-      assert.equal(res.status, 202, res.text);
-    }
-  });
-
-  after(async () => {
-    await server?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  const suite = filledServer('roost-slow-', {});
 
   it(`${STREAMS} streams that never read, replaying ${EVENTS} events of 250 KB each, grow the server by at most 64 MiB; a reader that resumes gets every event`, async (t) => {
+    const { server, a, port } = suite;
     const pid = server.child.pid!;
     await warmUp(server.url, a);
     const baseline = rssOf(pid);
@@ -172,33 +181,10 @@ describe('slow readers: memory stays bounded', () => {
 });
 
 describe('slow readers: pages are read in parts as they are written', () => {
-  let dir: string;
-  let server: ServerProcess;
-  let a: CreatedAddress;
-  let port: number;
-
-  before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'roost-slow-pages-'));
-    server = await spawnServer({
-      ROOST_DB: join(dir, 'roost.db'),
-      ROOST_CREATE_RATE: '1000/sec',
-      ROOST_SLOW_READER_TIMEOUT_MS: '3000',
-      LOG_LEVEL: 'warn',
-    });
-    port = Number(new URL(server.url).port);
-    a = await createAddress(server.url);
-    for (let n = 1; n <= EVENTS; n++) {
-      const res = await deliver(a.inbox, { data: { n, filler: String(n % 10).repeat(250_000) } });
-      assert.equal(res.status, 202, res.text);
-    }
-  });
-
-  after(async () => {
-    await server?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  const suite = filledServer('roost-slow-pages-', { ROOST_SLOW_READER_TIMEOUT_MS: '3000' });
 
   it(`${STREAMS} pages of 4 MiB that are never read grow the server by at most 64 MiB until they are dropped`, async (t) => {
+    const { server, a, port } = suite;
     const pid = server.child.pid!;
     const page = await request(server.url, 'GET', `/api/v1/addresses/${a.id}/events?limit=100`, { token: a.token });
     assert.equal(page.body.events.length, 16, 'a page of 4 MiB');
@@ -242,10 +228,7 @@ describe('slow readers: dropped, and their slots freed', () => {
     });
     port = Number(new URL(server.url).port);
     a = await createAddress(server.url);
-    for (let n = 1; n <= EVENTS; n++) {
-      const res = await deliver(a.inbox, { data: { n, filler: String(n % 10).repeat(250_000) } });
-      assert.equal(res.status, 202, res.text);
-    }
+    await fill(a);
   });
 
   after(() => server?.close());

@@ -14,12 +14,15 @@ function json(value: string): unknown {
   }
 }
 
+/** Any JSON the command line gives, typed as the wire's pattern: the service answers a scalar with 400. */
+type Pattern = NonNullable<CreateCallback['complete_when']>['data_contains'];
+
 interface CreateFlags {
   key?: string;
   label?: string;
   expiresIn?: number;
-  bodyContains?: unknown;
-  dataContains?: unknown;
+  bodyContains?: Pattern;
+  dataContains?: Pattern;
   question?: string;
   option?: string[];
   allowComment?: boolean;

@@ -1,46 +1,18 @@
 // What a callback request may hold (docs/api.md §3.6): its bounds, the checks of a create
 // request and of a selection, and whether a delivery completes a callback — shared by the
 // REST routes and the MCP tools through core/callbacks.ts.
+import type { CompleteWhen, CreateCallback, HumanQuestion } from '../contract/callback-schemas.js';
 import type { CallbackStatus } from '../storage/storage.js';
 import { errors } from './errors.js';
 import { jsonContains } from './json-contains.js';
 import { jsonDepthExceeds } from './json-depth.js';
-import { TTL_MAX_SECONDS } from './limits.js';
+import { CALLBACK_LIMITS, TTL_MAX_SECONDS } from './limits.js';
 import { refuseNul } from './storable-text.js';
 
-/** Bounds of a callback's fields (docs/api.md §3.6). */
-export const CALLBACK_LIMITS = {
-  key: 200,
-  label: 100,
-  question: 500,
-  options: 10,
-  option: 100,
-  comment: 2000,
-  /** complete_when's pattern, as JSON text. */
-  pattern: 4096,
-  patternDepth: 16,
-  /** Callbacks one list answers with at most. */
-  list: 1000,
-} as const;
-
-export interface CompleteWhen {
-  data_contains?: unknown;
-  body_contains?: unknown;
-}
-
-export interface HumanQuestion {
-  question: string;
-  options: string[];
-  allow_comment?: boolean;
-}
-
-export interface CreateCallbackInput {
-  key?: string;
-  label?: string;
-  expires_in_seconds?: number;
-  complete_when?: CompleteWhen;
-  human?: HumanQuestion;
-}
+export { CALLBACK_LIMITS };
+export type { CompleteWhen, HumanQuestion };
+/** A create request: the wire shape, checked again by checkCreateInput (MCP has no HTTP schema). */
+export type CreateCallbackInput = CreateCallback;
 
 /** A person's answer as stored in the completing event's data and on the callback. */
 export interface HumanAnswer {

@@ -5,11 +5,12 @@
 // delivery, completion and expiry wakes, here and (PostgreSQL) on other instances.
 import { hash } from 'node:crypto';
 import type { Config } from '../config.js';
+import type { Callback } from '../contract/callback-schemas.js';
 import type { AddressRecord, CallbackRecord, CallbackStatus, EventRecord, Storage } from '../storage/storage.js';
 import { errors, ServiceError } from './errors.js';
 import { effectiveIdempotencyKey } from './idempotency-key.js';
 import { isoTime } from './iso-time.js';
-import { RETENTION_MS, WAIT_MAX_SECONDS, WAITER_RETRY_AFTER_SECONDS } from './limits.js';
+import { RETENTION_MS, WAIT_MAX_SECONDS } from './limits.js';
 import {
   CALLBACK_LIMITS,
   checkCreateInput,
@@ -36,7 +37,6 @@ export {
 import {
   CALLBACK_SECRET_PREFIX,
   READ_TOKEN_PREFIX,
-  VIEW_TOKEN_PREFIX,
   callbackSecret,
   digestSecret,
   newCallbackId,
@@ -56,30 +56,8 @@ const DEFAULT_LIFETIME_MS = 7 * 24 * 3600 * 1000;
 /** Due callbacks one expiry pass takes at a time. */
 const EXPIRY_BATCH = 100;
 
-export interface WireCallback {
-  id: string;
-  key: string | null;
-  /** The secret URL: shown to the read token only (null for a view token). */
-  url: string | null;
-  label: string | null;
-  status: CallbackStatus;
-  created_at: string;
-  expires_at: string;
-  completed_at: string | null;
-  event_id: string | null;
-  deliveries: number;
-  complete_when: CompleteWhen | null;
-  human:
-    | (HumanQuestion & {
-        allow_comment: boolean;
-        /** A ready-to-send text: the question and the link (with the URL only). */
-        message?: string;
-        answer: string | null;
-        comment: string | null;
-        answered_at: string | null;
-      })
-    | null;
-}
+/** A callback as the wire shows it (src/contract/callback-schemas.ts). */
+export type WireCallback = Callback;
 
 export interface CallbackSelection {
   ids?: string[];
@@ -115,7 +93,7 @@ export class CallbackService {
     private readonly service: RoostService,
     private readonly storage: Storage,
     private readonly waiters: Waiters,
-    private readonly config: Pick<Config, 'baseUrl' | 'maxCallbacks' | 'maxWaitersPerAddress' | 'maxWaitersPerIp'>,
+    private readonly config: Pick<Config, 'baseUrl' | 'maxCallbacks'>,
     private readonly now: Clock = Date.now,
   ) {}
 
@@ -309,17 +287,7 @@ export class CallbackService {
     if (!Number.isFinite(wait) || wait < 0 || wait > WAIT_MAX_SECONDS)
       throw errors.invalidRequest({ message: `"wait" must be 0–${WAIT_MAX_SECONDS} seconds.` });
     if (wait === 0) return (await check()).value;
-    const access = token?.startsWith(VIEW_TOKEN_PREFIX) ? 'view' : 'full';
-    const admitted = this.waiters.admit(addressId, options.client ?? '', access);
-    if (typeof admitted !== 'function') {
-      const cap =
-        admitted === 'address'
-          ? this.config.maxWaitersPerAddress
-          : admitted === 'view'
-            ? this.waiters.viewShare
-            : this.config.maxWaitersPerIp;
-      throw errors.tooManyWaiters({ scope: admitted, limit: cap, retryAfterSeconds: WAITER_RETRY_AFTER_SECONDS });
-    }
+    const release = this.service.admitWaiter(addressId, options.client ?? '', token);
     try {
       const deadline = performance.now() + wait * 1000;
       for (;;) {
@@ -340,7 +308,7 @@ export class CallbackService {
         await this.service.authenticate(addressId, token);
       }
     } finally {
-      admitted();
+      release();
     }
   }
 

@@ -39,3 +39,17 @@ export const SENDER_TOLERANCE_MAX_SECONDS = 86_400;
 /** hmac_sha256: the signature header's name and its prefix. */
 export const SENDER_HEADER_MAX_LENGTH = 100;
 export const SENDER_PREFIX_MAX_LENGTH = 50;
+/** Bounds of a callback's fields (docs/api.md §3.6). */
+export const CALLBACK_LIMITS = {
+  key: 200,
+  label: 100,
+  question: 500,
+  options: 10,
+  option: 100,
+  comment: 2000,
+  /** complete_when's pattern, as JSON text. */
+  pattern: 4096,
+  patternDepth: 16,
+  /** Callbacks one list answers with at most. */
+  list: 1000,
+} as const;

@@ -69,8 +69,9 @@ export class ServiceBase {
   /**
    * A slot for one held poll or stream, or 429 too_many_waiters (counted) when a cap is
    * reached. `token` has been authenticated: a view token takes a slot of the view tokens' share.
+   * Every held read takes its slot here, the callback waits (callbacks.ts) included.
    */
-  protected admitWaiter(addressId: string, client: string, token: string | undefined): () => void {
+  admitWaiter(addressId: string, client: string, token: string | undefined): () => void {
     const access = token?.startsWith(VIEW_TOKEN_PREFIX) ? 'view' : 'full';
     const admitted = this.waiters.admit(addressId, client, access);
     if (typeof admitted === 'function') return admitted;

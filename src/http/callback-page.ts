@@ -5,6 +5,9 @@
 // form's POST answers (link scanners fetch what is mailed).
 import { hash } from 'node:crypto';
 import type { HumanQuestion } from '../core/callbacks.js';
+import { escapeHtml, htmlPage } from './html-page.js';
+
+export { escapeHtml };
 
 const STYLE = `
 body{font:1.05rem/1.5 system-ui,sans-serif;margin:0;padding:1.25rem;color:#1a1a1a;background:#fff}
@@ -28,27 +31,16 @@ export const CALLBACK_PAGE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ENTITIES[c]);
-
 function page(title: string, body: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+  return htmlPage(
+    `<meta name="referrer" content="no-referrer">
 <meta name="robots" content="noindex">
 <title>${escapeHtml(title)}</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<main>
+<style>${STYLE}</style>`,
+    `<main>
 ${body}
-</main>
-</body>
-</html>
-`;
+</main>`,
+  );
 }
 
 /** The question with its buttons; posts to the page's own URL. */

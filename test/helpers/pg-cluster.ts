@@ -5,9 +5,12 @@
 // reason, except under CI=true, where they run (and fail if they cannot).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './ports.js';
+
+/** pgbouncer.ts takes its port here too. */
+export { freePort };
 
 /** The PostgreSQL binaries of the machine, if a server package is installed. */
 function postgresBin(): string | undefined {
@@ -29,14 +32,6 @@ export const clusterSkipReason: string | undefined = !bin
 
 /** node:test's `skip` option: skip with the reason, except in CI, where the test must run. */
 export const clusterSkip = clusterSkipReason && process.env.CI !== 'true' ? `skipped: ${clusterSkipReason}` : false;
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 const asPostgres = (command: string) => execFileSync('su', ['postgres', '-c', command], { stdio: 'pipe' });
 

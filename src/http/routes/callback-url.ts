@@ -6,7 +6,7 @@
 // anything: link scanners fetch links.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { HumanAnswer, HumanQuestion } from '../../core/callbacks.js';
+import type { HumanAnswer, HumanQuestion, OpenedCallback } from '../../core/callbacks.js';
 import { errors, ServiceError } from '../../core/errors.js';
 import { mediaType, rawBody, decodeJsonBody } from '../body.js';
 import { CALLBACK_PAGE_CSP, answeredPage, closedPage, escapeHtml, questionPage } from '../callback-page.js';
@@ -55,6 +55,10 @@ function sendPage(reply: FastifyReply, status: number, html: string): FastifyRep
     .send(html);
 }
 
+/** The answer that completed a callback, if one has. */
+const firstAnswer = (callback: OpenedCallback['callback']): HumanAnswer | null =>
+  callback.answerJson === null ? null : (JSON.parse(callback.answerJson) as HumanAnswer);
+
 /** The answer and comment of a person's POST: the page's form, or JSON { answer, comment }. */
 function answerOf(request: FastifyRequest): { answer: unknown; comment: unknown } {
   if (mediaType(request) === 'application/x-www-form-urlencoded') {
@@ -78,6 +82,20 @@ export async function callbackUrlRoutes(app: FastifyInstance): Promise<void> {
     return sendPage(reply, error.status, closedPage(error.message));
   }
 
+  /** The callback the URL names, or null once a browser has been shown why not. */
+  async function open(
+    request: FastifyRequest<{ Params: Params }>,
+    reply: FastifyReply,
+  ): Promise<OpenedCallback | null> {
+    const { addressId, callbackId, callbackSecret } = request.params;
+    try {
+      return await callbacks.open(addressId, callbackId, callbackSecret);
+    } catch (error) {
+      refuse(request, reply, error);
+      return null;
+    }
+  }
+
   app.post<{ Params: Params }>(PATH, {
     schema: {
       operationId: 'deliverToCallback',
@@ -96,13 +114,8 @@ export async function callbackUrlRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     handler: async (request, reply) => {
-      const { addressId, callbackId, callbackSecret: secret } = request.params;
-      let opened;
-      try {
-        opened = await callbacks.open(addressId, callbackId, secret);
-      } catch (error) {
-        return refuse(request, reply, error);
-      }
+      const opened = await open(request, reply);
+      if (opened === null) return reply;
       const header = request.headers['idempotency-key'];
       if (opened.callback.humanJson === null) {
         const bytes = rawBody(request);
@@ -124,12 +137,11 @@ export async function callbackUrlRoutes(app: FastifyInstance): Promise<void> {
           questionPage(human).replace('<form', `<p role="alert">${escapeHtml(error.message)}</p>\n<form`),
         );
       }
-      const first =
-        result.callback.answerJson === null ? null : (JSON.parse(result.callback.answerJson) as HumanAnswer);
+      const first = firstAnswer(result.callback);
       if (html) return sendPage(reply, 200, answeredPage(human, first, !result.recorded));
       return reply
         .code(result.recorded ? 202 : 200)
-        .send({ duplicate: !result.recorded, callback: { id: callbackId, status: result.callback.status } });
+        .send({ duplicate: !result.recorded, callback: { id: opened.callback.id, status: result.callback.status } });
     },
   });
 
@@ -144,19 +156,13 @@ export async function callbackUrlRoutes(app: FastifyInstance): Promise<void> {
       response: { 200: QuestionSchema, ...errorResponses(404, 405, 410) },
     },
     handler: async (request, reply) => {
-      const { addressId, callbackId, callbackSecret: secret } = request.params;
-      let opened;
-      try {
-        opened = await callbacks.open(addressId, callbackId, secret);
-      } catch (error) {
-        return refuse(request, reply, error);
-      }
+      const opened = await open(request, reply);
+      if (opened === null) return reply;
       if (opened.callback.humanJson === null) throw errors.methodNotAllowed({ method: 'GET', allowed: ['POST'] });
       const human = JSON.parse(opened.callback.humanJson) as HumanQuestion;
       if (wantsHtml(request)) {
         if (opened.callback.status === 'waiting') return sendPage(reply, 200, questionPage(human));
-        const first =
-          opened.callback.answerJson === null ? null : (JSON.parse(opened.callback.answerJson) as HumanAnswer);
+        const first = firstAnswer(opened.callback);
         return sendPage(reply, 200, answeredPage(human, first, true));
       }
       reply.header('Cache-Control', 'no-store');

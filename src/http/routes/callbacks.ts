@@ -4,121 +4,19 @@
 // callback-url.ts.
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
+import {
+  CallbackListSchema,
+  CallbackResponseSchema,
+  CallbackStatusSchema,
+  CallbackWaitResponseSchema,
+  CreateCallbackSchema,
+} from '../../contract/callback-schemas.js';
 import { CALLBACK_LIMITS, type CallbackSelection, type CreateCallbackInput } from '../../core/callbacks.js';
 import { errors } from '../../core/errors.js';
-import { TTL_MAX_SECONDS, WAIT_MAX_SECONDS } from '../../core/limits.js';
+import { WAIT_MAX_SECONDS } from '../../core/limits.js';
 import { decodeJsonBody } from '../body.js';
 import { AddressParamsSchema } from './addresses.js';
 import { bearerSecurity, clientGone, errorResponses, requestToken } from './common.js';
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
-
-const Pattern = Type.Union([Type.Object({}, { additionalProperties: true }), Type.Array(Type.Unknown())], {
-  description: 'JSON the delivery must contain (objects: a subset of keys; arrays: their elements; scalars: equal).',
-});
-
-const CompleteWhenSchema = Type.Object(
-  {
-    data_contains: Type.Optional(Pattern),
-    body_contains: Type.Optional(Pattern),
-  },
-  {
-    additionalProperties: false,
-    description:
-      "Which delivery completes the callback: one whose event `data` contains `data_contains`, or whose `data.body` (the delivery's parsed body) contains `body_contains`. Without it, the first delivery does.",
-  },
-);
-
-const HumanSchema = Type.Object(
-  {
-    question: Type.String({ minLength: 1, maxLength: CALLBACK_LIMITS.question }),
-    options: Type.Array(Type.String({ minLength: 1, maxLength: CALLBACK_LIMITS.option }), {
-      minItems: 1,
-      maxItems: CALLBACK_LIMITS.options,
-    }),
-    allow_comment: Type.Optional(Type.Boolean()),
-  },
-  {
-    additionalProperties: false,
-    description:
-      'A question for a person: GET {url} in a browser shows it with one button per option; the answer completes the callback. Anyone holding the URL can answer.',
-  },
-);
-
-export const CreateCallbackSchema = Type.Object(
-  {
-    key: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: CALLBACK_LIMITS.key,
-        description: 'Your own key, unique in the address: creating with it again returns the same callback (200).',
-      }),
-    ),
-    label: Type.Optional(Type.String({ minLength: 1, maxLength: CALLBACK_LIMITS.label })),
-    expires_in_seconds: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: TTL_MAX_SECONDS,
-        description: "Default: the address's expiry, else 7 days; never past the address's.",
-      }),
-    ),
-    complete_when: Type.Optional(CompleteWhenSchema),
-    human: Type.Optional(HumanSchema),
-  },
-  { additionalProperties: false, title: 'CreateCallback' },
-);
-
-export const CallbackSchema = Type.Object(
-  {
-    id: Type.String({ description: 'cb_…' }),
-    key: Nullable(Type.String()),
-    url: Nullable(
-      Type.String({
-        description:
-          'The secret URL to hand to the sender (or the person). Shown to the read token; null for a view token.',
-      }),
-    ),
-    label: Nullable(Type.String()),
-    status: Type.Union([
-      Type.Literal('waiting'),
-      Type.Literal('completed'),
-      Type.Literal('expired'),
-      Type.Literal('cancelled'),
-    ]),
-    created_at: Type.String({ format: 'date-time' }),
-    expires_at: Type.String({ format: 'date-time' }),
-    completed_at: Nullable(Type.String({ format: 'date-time' })),
-    event_id: Nullable(Type.String({ description: 'The completing delivery, an event of the queue.' })),
-    deliveries: Type.Integer({ minimum: 0 }),
-    complete_when: Nullable(CompleteWhenSchema),
-    human: Nullable(
-      Type.Object({
-        question: Type.String(),
-        options: Type.Array(Type.String()),
-        allow_comment: Type.Boolean(),
-        message: Type.Optional(Type.String({ description: 'A ready-to-send text: the question and the link.' })),
-        answer: Nullable(Type.String()),
-        comment: Nullable(Type.String()),
-        answered_at: Nullable(Type.String({ format: 'date-time' })),
-      }),
-    ),
-  },
-  { title: 'Callback', description: 'A one-shot callback URL and where it stands (docs/api.md §3.6).' },
-);
-
-const CallbackResponseSchema = Type.Object({ callback: CallbackSchema }, { title: 'CallbackResponse' });
-const CallbackWaitResponseSchema = Type.Object(
-  {
-    callback: CallbackSchema,
-    body: Type.Unknown({
-      description:
-        "The completing delivery's parsed body (a person's answer: { answer, comment, answered_at }), or null.",
-    }),
-    event: Type.Optional(Type.Unknown({ description: 'With include=event: the completing event, or null.' })),
-  },
-  { title: 'CallbackWaitResponse' },
-);
-const CallbackListSchema = Type.Object({ callbacks: Type.Array(CallbackSchema) }, { title: 'CallbackList' });
 
 const CallbackParamsSchema = Type.Object({
   addressId: Type.String({ description: 'The address id (addr_…).' }),
@@ -138,14 +36,7 @@ const ListQuerySchema = Type.Object({
   ids: Type.Optional(Type.String({ description: 'Comma-separated callback ids.' })),
   key: Type.Optional(Type.String({ maxLength: CALLBACK_LIMITS.key })),
   key_prefix: Type.Optional(Type.String({ minLength: 1, maxLength: CALLBACK_LIMITS.key })),
-  status: Type.Optional(
-    Type.Union([
-      Type.Literal('waiting'),
-      Type.Literal('completed'),
-      Type.Literal('expired'),
-      Type.Literal('cancelled'),
-    ]),
-  ),
+  status: Type.Optional(CallbackStatusSchema),
   wait: WaitQuery,
   mode: Type.Optional(
     Type.Union([Type.Literal('any'), Type.Literal('all')], {

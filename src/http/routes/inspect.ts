@@ -8,6 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { errors } from '../../core/errors.js';
+import { htmlPage } from '../html-page.js';
 
 /** dist/web, from src/http/routes (tests through tsx) as from dist/http/routes (the build). */
 const WEB_DIR = new URL('../../../dist/web/', import.meta.url);
@@ -49,41 +50,27 @@ function setSecurityHeaders(reply: FastifyReply): FastifyReply {
 }
 
 function pageHtml(manifest: Manifest): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light dark">
+  return htmlPage(
+    `<meta name="color-scheme" content="light dark">
 <title>Roost inspector</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/assets/${manifest.style}">
-<script type="module" src="/assets/${manifest.script}"></script>
-</head>
-<body>
-<div id="app"><noscript>The inspector needs JavaScript.</noscript></div>
-</body>
-</html>
-`;
+<script type="module" src="/assets/${manifest.script}"></script>`,
+    '<div id="app"><noscript>The inspector needs JavaScript.</noscript></div>',
+  );
 }
 
 /** GET /: static, names no address and reflects nothing from the request. */
-const HOME_HTML = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light dark">
+const HOME_HTML = htmlPage(
+  `<meta name="color-scheme" content="light dark">
 <title>Roost: return addresses for software agents</title>
 <link rel="icon" href="data:,">
 <style>
 body { font: 16px/1.5 system-ui, sans-serif; max-width: 42rem; margin: 8vh auto; padding: 0 16px; }
 code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.9em; }
 a { color: LinkText; }
-</style>
-</head>
-<body>
-<main>
+</style>`,
+  `<main>
 <h1>Roost</h1>
 <p>This service gives short-lived software agents a <strong>return address</strong>: an email
 address, a secret inbox URL that other services POST to, and a durable, ordered queue of the
@@ -99,10 +86,8 @@ the inbox URL, shown once.</li>
 </ul>
 <p>The documentation (<code>docs/</code>: the interface reference, webhooks and streaming,
 email, MCP, the inspector, the command line) comes with the service's source.</p>
-</main>
-</body>
-</html>
-`;
+</main>`,
+);
 
 /** Its one style sheet is inline; nothing else may load or run. */
 const HOME_CSP =

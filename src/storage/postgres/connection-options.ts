@@ -13,6 +13,24 @@ import pg from 'pg';
  * `auto` is `session` on a direct connection and `transaction` behind a pooler.
  */
 export type PoolMode = 'auto' | 'session' | 'transaction';
+
+/** What the engine takes from the configuration: config.ts's Config extends it. */
+export interface PostgresOptions {
+  /** postgres://… — use PostgreSQL instead of SQLite (required by this engine). */
+  databaseUrl?: string;
+  /** Connections in this instance's PostgreSQL pool. */
+  pgPoolSize: number;
+  /** PostgreSQL statement_timeout for pool connections, in milliseconds; 0 means none. */
+  pgStatementTimeoutMs: number;
+  /** How long a request waits to open a PostgreSQL connection or get one from a full pool. */
+  pgConnectTimeoutMs: number;
+  /** A direct (or session-pooled) URL for the LISTEN connection, when DATABASE_URL goes through a transaction pooler; databaseUrl when unset. */
+  pgListenUrl?: string;
+  /** How connections reach PostgreSQL: auto (detects a pooler), session or transaction (docs/scale-out.md). */
+  pgPoolMode: PoolMode;
+  /** How long start waits for a database that refuses, is starting up or is full (start.ts). */
+  pgStartTimeoutMs: number;
+}
 export const POOL_MODES: readonly PoolMode[] = ['auto', 'session', 'transaction'];
 
 /** A connection setting that cannot work as written: the message names the setting and file. */

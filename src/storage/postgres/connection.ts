@@ -10,27 +10,12 @@ import {
   connectionSettings,
   sessionSettingsSql,
   UnnamedStatementClient,
-  type PoolMode,
+  type PostgresOptions,
 } from './connection-options.js';
 import { describeDatabase } from './start.js';
 import { databaseUnavailable, isConnectionLost, isRetryable, storageError } from './errors.js';
 
-/** What the engine takes from the configuration (the names are config.ts's, which supplies them). */
-export interface PostgresOptions {
-  /** postgres:// or postgresql:// URL; required. */
-  databaseUrl?: string;
-  pgPoolSize: number;
-  /** statement_timeout in ms; 0 means none. */
-  pgStatementTimeoutMs: number;
-  pgConnectTimeoutMs: number;
-  /** A direct (or session-pooled) URL for the LISTEN connection; databaseUrl when unset. */
-  pgListenUrl?: string;
-  /** How connections reach the server (connection-options.ts); `auto` detects a pooler. */
-  pgPoolMode: PoolMode;
-  /** How long start waits for a database that is not ready (start.ts). */
-  pgStartTimeoutMs: number;
-}
-
+export type { PostgresOptions } from './connection-options.js';
 export { ADVISORY_LOCKS } from './start.js';
 
 /**
