@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { errors } from '../../core/errors.js';
 import { WAITER_RETRY_AFTER_SECONDS } from '../../core/limits.js';
 import { eventFilter } from '../../core/event-filter.js';
-import { pageJsonInParts } from '../../core/wire.js';
+import { pageJson, pageJsonInParts, type RecordPage } from '../../core/wire.js';
 import { decodeJsonBody } from '../body.js';
 import { dropWhenStalled } from '../stall-watch.js';
 import {
@@ -48,6 +48,11 @@ async function* inChunks(pieces: AsyncIterable<string>, size: number): AsyncGene
     }
   }
   if (chunk) yield chunk;
+}
+
+/** Whether a page's first part needs no other (pageJsonInParts would stop after it). */
+function isWholePage(part: RecordPage, limit: number): boolean {
+  return !part.hasMore || part.scanLimited === true || part.records.length === 0 || part.records.length >= limit;
 }
 
 /** The chunks already taken, then the rest. */
@@ -136,6 +141,10 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
           metrics.slowReadersDropped.inc({ kind: 'page' });
           request.log.info('events page dropped: its reader took nothing for the slow-reader timeout');
         });
+        reply.type('application/json; charset=utf-8');
+        // A page whose first part is all of it (most are) goes as one string; a larger one
+        // streams, chunk by chunk as the client takes them.
+        if (isWholePage(page, limit)) return reply.send(pageJson(page));
         const pieces = pageJsonInParts(
           page,
           limit,
@@ -144,9 +153,6 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
           (from, left, maxBytes) => service.readPagePart(addressId, from, left, maxBytes, unacked, filter),
           PAGE_CHUNK_BYTES,
         );
-        reply.type('application/json; charset=utf-8');
-        // A page that fits one chunk (most do) goes as one string with a Content-Length; a
-        // larger one streams, chunk by chunk as the client takes them.
         const chunks = inChunks(pieces, PAGE_CHUNK_BYTES);
         const first = await chunks.next();
         if (first.done) return reply.send('');
