@@ -109,6 +109,9 @@ function filledServer(prefix: string, env: Record<string, string>) {
     suite.server = await spawnServer({
       ROOST_DB: join(dir, 'roost.db'),
       ROOST_CREATE_RATE: '1000/sec',
+      // What readers hold, not how large V8 lets its young generation grow on Node 24
+      // (BENCHMARKS.md § Held polls; the operator knob in docs/scale-out.md).
+      NODE_OPTIONS: '--max-semi-space-size=16',
       ...env,
       LOG_LEVEL: 'warn',
     });

@@ -34,31 +34,9 @@ const PAGE_CHUNK_BYTES = 64 * 1024;
 /** A page is read from storage in parts of at most this many stored bytes (one event at least). */
 const PAGE_PART_BYTES = 256 * 1024;
 
-/**
- * The pieces of a page joined into chunks of about `size` characters: one write per chunk,
- * not one per event field, while no more than a chunk is built ahead of the client.
- */
-async function* inChunks(pieces: AsyncIterable<string>, size: number): AsyncGenerator<string> {
-  let chunk = '';
-  for await (const piece of pieces) {
-    chunk += piece;
-    if (chunk.length >= size) {
-      yield chunk;
-      chunk = '';
-    }
-  }
-  if (chunk) yield chunk;
-}
-
 /** Whether a page's first part needs no other (pageJsonInParts would stop after it). */
 function isWholePage(part: RecordPage, limit: number): boolean {
   return !part.hasMore || part.scanLimited === true || part.records.length === 0 || part.records.length >= limit;
-}
-
-/** The chunks already taken, then the rest. */
-async function* resumed(taken: string[], rest: AsyncGenerator<string>): AsyncGenerator<string> {
-  yield* taken;
-  yield* rest;
 }
 
 export async function eventRoutes(app: FastifyInstance): Promise<void> {
@@ -143,7 +121,7 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
         });
         reply.type('application/json; charset=utf-8');
         // A page whose first part is all of it (most are) goes as one string; a larger one
-        // streams, chunk by chunk as the client takes them.
+        // streams, piece by piece as the client takes them.
         if (isWholePage(page, limit)) return reply.send(pageJson(page));
         const pieces = pageJsonInParts(
           page,
@@ -153,12 +131,7 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
           (from, left, maxBytes) => service.readPagePart(addressId, from, left, maxBytes, unacked, filter),
           PAGE_CHUNK_BYTES,
         );
-        const chunks = inChunks(pieces, PAGE_CHUNK_BYTES);
-        const first = await chunks.next();
-        if (first.done) return reply.send('');
-        const second = await chunks.next();
-        if (second.done) return reply.send(first.value);
-        return reply.send(Readable.from(resumed([first.value, second.value], chunks), { objectMode: false }));
+        return reply.send(Readable.from(pieces, { objectMode: false, highWaterMark: PAGE_CHUNK_BYTES }));
       },
     },
   );
