@@ -1,6 +1,7 @@
-// Runs before `npm start`: builds dist/ when it is missing or older than the sources, so that
-// `npm ci && npm start` works on a fresh clone (README.md) without an install-time build.
-// In an installed package there is no src/, and dist/ is what ships: nothing to do.
+// Runs before `npm start` in a clone (package.json's prestart skips it where there is no
+// src/, as in the published package, which ships dist/): builds dist/ when it is missing or
+// older than the sources, so that `npm ci && npm start` works on a fresh clone (README.md)
+// without an install-time build.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +18,6 @@ function newest(dir) {
   return latest;
 }
 
-if (existsSync('src') && (!existsSync(STAMP) || newest('src') > statSync(STAMP).mtimeMs)) {
+if (!existsSync(STAMP) || newest('src') > statSync(STAMP).mtimeMs) {
   execFileSync('npm', ['run', 'build'], { stdio: 'inherit' });
 }
