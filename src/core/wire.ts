@@ -104,6 +104,14 @@ export function storedBytes(record: EventRecord): number {
 }
 
 /**
+ * Whether a page ends with this part, `count` events in: no more to read, the scan bound
+ * reached, nothing found, or `limit` taken (the page's byte bound aside).
+ */
+export function isLastPart(part: RecordPage, count: number, limit: number): boolean {
+  return !part.hasMore || part.scanLimited === true || part.records.length === 0 || count >= limit;
+}
+
+/**
  * pageJson of a page read in parts, in pieces, for a writer that asks for each piece once
  * the client has taken the last: a part is read only when the writer gets to it, and each
  * event's stored data is a piece of its own, never copied into a string of the whole page.
@@ -142,7 +150,7 @@ export async function* pageJsonInParts(
     // A filtered part that took every match it scanned moves the cursor past its scan.
     if (part.scannedTo !== undefined) cursor = Math.max(cursor, part.scannedTo);
     if (part.scanLimited) scanLimited = true;
-    if (!hasMore || scanLimited || count >= limit || part.records.length === 0 || bytes >= pageBytes) break;
+    if (isLastPart(part, count, limit) || bytes >= pageBytes) break;
     const next = await readPart(cursor, limit - count, Math.min(partBytes, pageBytes - bytes));
     // A part holds one event whatever its size; the page only if it fits what is left.
     if (next.records.length > 0 && storedBytes(next.records[0]) > pageBytes - bytes) {

@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { errors } from '../../core/errors.js';
 import { WAITER_RETRY_AFTER_SECONDS } from '../../core/limits.js';
 import { eventFilter } from '../../core/event-filter.js';
-import { pageJson, pageJsonInParts, type RecordPage } from '../../core/wire.js';
+import { isLastPart, pageJson, pageJsonInParts } from '../../core/wire.js';
 import { decodeJsonBody } from '../body.js';
 import { dropWhenStalled } from '../stall-watch.js';
 import {
@@ -33,11 +33,6 @@ const QUERY_FLAGS = new Map([
 const PAGE_CHUNK_BYTES = 64 * 1024;
 /** A page is read from storage in parts of at most this many stored bytes (one event at least). */
 const PAGE_PART_BYTES = 256 * 1024;
-
-/** Whether a page's first part needs no other (pageJsonInParts would stop after it). */
-function isWholePage(part: RecordPage, limit: number): boolean {
-  return !part.hasMore || part.scanLimited === true || part.records.length === 0 || part.records.length >= limit;
-}
 
 export async function eventRoutes(app: FastifyInstance): Promise<void> {
   const { service, waiters, metrics, config } = app.roost;
@@ -100,9 +95,9 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
           clientGone(reply),
           request.ip,
         );
-        // Written here rather than by the schema's serialiser: stored data goes out as stored,
-        // event by event as the client takes it (backpressure), never the page in one string,
-        // and the page is read in parts as the writer gets to them. Until the client has read
+        // Written here rather than by the schema's serialiser: stored data goes out as stored;
+        // a page larger than its first part goes event by event as the client takes it
+        // (backpressure), read in parts as the writer gets to them. Until the client has read
         // it the answer takes a slot of the client's waiter cap, and a client that reads
         // nothing is dropped.
         const release = waiters.admitClient(request.ip);
@@ -122,7 +117,7 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
         reply.type('application/json; charset=utf-8');
         // A page whose first part is all of it (most are) goes as one string; a larger one
         // streams, piece by piece as the client takes them.
-        if (isWholePage(page, limit)) return reply.send(pageJson(page));
+        if (isLastPart(page, page.records.length, limit)) return reply.send(pageJson(page));
         const pieces = pageJsonInParts(
           page,
           limit,
