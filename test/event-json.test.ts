@@ -14,7 +14,8 @@ const record: fc.Arbitrary<EventRecord> = fc.record({
   id: fc.string({ unit: 'grapheme' }).map((s) => `evt_${s}`),
   addressId: fc.string({ unit: 'grapheme' }).map((s) => `addr_${s}`),
   sequence: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
-  type: fc.string({ unit: 'grapheme' }),
+  // Plain ASCII is written without JSON.stringify: both kinds, quotes and backslashes among them.
+  type: fc.oneof(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'binary-ascii' })),
   source: fc.constantFrom('https', 'email', 'mcp'),
   // As stored: JSON.stringify of what was delivered (any JSON value; raw capture stores a string).
   dataJson: fc.jsonValue().map((value) => JSON.stringify(value)),

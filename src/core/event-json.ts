@@ -6,7 +6,11 @@
 import type { EventRecord } from '../storage/storage.js';
 import { isoTime } from './iso-time.js';
 
-const text = JSON.stringify;
+/** Printable ASCII but `"` and `\`: text that JSON writes as it is, between quotes. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** JSON.stringify of a string: ids, types and sources are mostly plain, and testing for that costs less than a stringify. */
+const text = (value: string): string => (PLAIN.test(value) ? `"${value}"` : JSON.stringify(value));
 
 export function eventJson(record: EventRecord): string {
   const [head, data, tail] = eventJsonParts(record);

@@ -3,7 +3,7 @@
 // one entry in FILTERS (and its field in storage.ts EventFilter); an engine differs only
 // by its PageDialect (how parameters are written, how events of an address are found,
 // where the latest sequence comes from, how JSON is looked into).
-import { EVENTS } from './tables.js';
+import { EVENTS, PAGE_EVENT_NAMES } from './tables.js';
 import type { EventFilter, EventPageRecord, ListEventsParams } from './storage.js';
 
 export interface PageDialect {
@@ -123,6 +123,45 @@ export function pageQuery(dialect: PageDialect, params: ListEventsParams): Built
     WHERE ${dialect.ofAddress(bind(params.addressId))}
       AND sequence IN (SELECT sequence FROM sized
                        WHERE n <= ${bind(params.limit)} AND (n = 1 OR running <= ${bind(params.maxBytes ?? Number.MAX_SAFE_INTEGER)}))
+    ORDER BY sequence`;
+  return { text, values };
+}
+
+/**
+ * The page of pageQuery in two steps, for an engine where a statement is a call rather than
+ * a round trip (SQLite, whose plan for pageQuery's window and IN costs several times two
+ * range scans): the sizes of the candidates, then, once pageCut has chosen, the events kept
+ * as one range. Read in one transaction, they are one snapshot. Columns: sequence, size.
+ */
+export function pageSizesQuery(dialect: PageDialect, params: ListEventsParams): BuiltQuery {
+  const { bind, values } = new Binder(dialect);
+  const text = `
+    SELECT sequence, octet_length(data) + coalesce(octet_length(metadata), 0) AS size
+    FROM events
+    WHERE ${dialect.ofAddress(bind(params.addressId))} AND sequence > ${bind(params.after)}${conditions(params.filter, bind, dialect, () => true)}
+    ORDER BY sequence LIMIT ${bind(params.limit + 1)}`;
+  return { text, values };
+}
+
+/** How many of the candidates pageSizesQuery read a page keeps: `limit` at most, the first always, then each within maxBytes. */
+export function pageCut(sizes: ReadonlyArray<readonly unknown[]>, params: ListEventsParams): number {
+  const maxBytes = params.maxBytes ?? Number.MAX_SAFE_INTEGER;
+  const most = Math.min(sizes.length, params.limit);
+  let bytes = 0;
+  for (let n = 0; n < most; n++) {
+    bytes += sizes[n][1] as number;
+    if (n > 0 && bytes > maxBytes) return n;
+  }
+  return most;
+}
+
+/** The events of the page pageCut chose: those past the cursor up to its last sequence. Columns: PAGE_EVENT_NAMES. */
+export function pageRangeQuery(dialect: PageDialect, params: ListEventsParams, lastSequence: number): BuiltQuery {
+  const { bind, values } = new Binder(dialect);
+  const text = `
+    SELECT ${PAGE_EVENT_NAMES.join(', ')} FROM events
+    WHERE ${dialect.ofAddress(bind(params.addressId))} AND sequence > ${bind(params.after)}
+      AND sequence <= ${bind(lastSequence)}${conditions(params.filter, bind, dialect, () => true)}
     ORDER BY sequence`;
   return { text, values };
 }

@@ -5,12 +5,15 @@ import type Database from 'better-sqlite3';
 import {
   filtersContent,
   latestSequenceQuery,
-  pageFromArrays,
+  pageCut,
   pageQuery,
+  pageRangeQuery,
+  pageSizesQuery,
   scannedPageFromArrays,
   type PageDialect,
 } from '../page-query.js';
-import type { AckRecord, EventPageRecord, ListAcknowledgedParams, ListEventsParams } from '../storage.js';
+import type { AckRecord, EventPageRecord, EventRecord, ListAcknowledgedParams, ListEventsParams } from '../storage.js';
+import { pageEventFromArray } from '../tables.js';
 import { KEY_OF_ID } from './migrations.js';
 
 const DIALECT: PageDialect = {
@@ -49,28 +52,48 @@ export class EventReads {
       ),
       latest: db.prepare<[string], number | null>(latest.text).pluck(),
     };
+    this.rangedPage = db.transaction((params: ListEventsParams) => this.readPage(params));
   }
 
   /**
    * Rows are read as arrays (raw mode), in the page query's column order: better-sqlite3
-   * builds an array per row more cheaply than an object.
+   * builds an array per row more cheaply than an object. A page without a filter on content
+   * is read in two range scans (page-query.ts pageSizesQuery), in one read transaction.
    */
   list(params: ListEventsParams): EventPageRecord {
-    const page = pageQuery(DIALECT, params);
-    let statement = this.pages.get(page.text);
+    if (filtersContent(params.filter)) {
+      const page = pageQuery(DIALECT, params);
+      return scannedPageFromArrays(this.statement(page.text).all(...page.values), params);
+    }
+    return this.rangedPage(params);
+  }
+
+  private readonly rangedPage;
+
+  private readPage(params: ListEventsParams): EventPageRecord {
+    const sizes = pageSizesQuery(DIALECT, params);
+    const candidates = this.statement(sizes.text).all(...sizes.values);
+    const kept = pageCut(candidates, params);
+    let events: EventRecord[] = [];
+    if (kept > 0) {
+      const range = pageRangeQuery(DIALECT, params, candidates[kept - 1][0] as number);
+      const { addressId } = params;
+      events = this.statement(range.text)
+        .all(...range.values)
+        .map((row) => pageEventFromArray(row, addressId));
+    }
+    return { events, hasMore: candidates.length > kept, latestSequence: this.sql.latest.get(params.addressId) ?? 0 };
+  }
+
+  /** The prepared statement of a page query's text (one per combination of filters). */
+  private statement(text: string): Database.Statement<unknown[], unknown[]> {
+    let statement = this.pages.get(text);
     if (!statement) {
       if (this.pages.size >= PAGE_STATEMENTS) this.pages.delete(this.pages.keys().next().value!);
-      statement = this.db.prepare<unknown[], unknown[]>(page.text).raw(true);
-      this.pages.set(page.text, statement);
+      statement = this.db.prepare<unknown[], unknown[]>(text).raw(true);
+      this.pages.set(text, statement);
     }
-    if (filtersContent(params.filter)) return scannedPageFromArrays(statement.all(...page.values), params);
-    return (
-      pageFromArrays(statement.all(...page.values)) ?? {
-        events: [],
-        hasMore: false,
-        latestSequence: this.sql.latest.get(params.addressId) ?? 0,
-      }
-    );
+    return statement;
   }
 
   /** The acknowledgements a stream tells its readers (docs/api.md §4.1). */
