@@ -8,7 +8,7 @@
 //   npm run bench -- --profile DIR    also write CPU profiles of Roost in each measured phase
 //   npm run bench -- --only polls --heap-snapshots DIR   heap snapshots idle and holding the polls
 //   npm run bench -- --no-references  ingest without its reference runs (LOG_LEVEL=warn, no group commit, NORMAL)
-//   npm run bench -- --node-args=--max-semi-space-size=16   Roost's servers with these node flags
+//   npm run bench -- --node-args=--max-semi-space-size=64   Roost's servers with these node flags too
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -25,6 +25,7 @@ import { prefill } from './prefill.js';
 import { postgresVersion, withBenchDatabase } from './postgres.js';
 import { measureSmtp, type SmtpResult } from './smtp.js';
 import { measureWake } from './wake.js';
+import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
 
 const { values } = parseArgs({
   options: {
@@ -38,7 +39,8 @@ const { values } = parseArgs({
     'node-args': { type: 'string' },
   },
 });
-const roostNodeArgs = values['node-args'] ? values['node-args'].split(' ') : [];
+// Roost runs with the flags npm start gives it, then any given here (the later win).
+const roostNodeArgs = [...SERVE_NODE_FLAGS, ...(values['node-args'] ? values['node-args'].split(' ') : [])];
 const quick = values.quick;
 const connections = Number(values.connections);
 const ALL = ['ingest', 'wake', 'polls', 'reading', 'smtp', 'prefilled', 'postgres'];

@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.js';
+import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const NODE_BIN = dirname(process.execPath);
@@ -67,6 +68,12 @@ describe('npm start under a process manager', () => {
       assert.match(output, /ROOST_SMPT_PORT is not a Roost setting.*did you mean ROOST_SMTP_PORT\?/);
       left = descendants(npm.pid!);
       assert.equal(await accepting(port), true);
+      // The service runs with the launcher's Node flags (src/node-flags.ts), first in NODE_OPTIONS.
+      const served = left.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dist/cli.js'));
+      assert.ok(served, `no dist/cli.js process under npm:\n${output}`);
+      const environ = readFileSync(`/proc/${served}/environ`, 'utf8').split('\0');
+      const nodeOptions = environ.find((v) => v.startsWith('NODE_OPTIONS='));
+      assert.ok(nodeOptions?.startsWith(`NODE_OPTIONS=${SERVE_NODE_FLAGS.join(' ')}`), nodeOptions);
       const exited = once(npm, 'exit');
       npm.kill('SIGTERM');
       await exited;
