@@ -120,13 +120,16 @@ interface CommitStats {
   busyMs: number;
 }
 const commitsOf = async (child: BenchChild) => (await child.ask<{ commits: CommitStats }>({ type: 'stats' })).commits;
-function batchLine(before: CommitStats, after: CommitStats, wallMs: number): string {
+function batchLine(before: CommitStats, after: CommitStats, wallMs: number, cpuUs: number): string {
   const commits = after.commits - before.commits;
   const appends = after.appends - before.appends;
   const busy = after.busyMs - before.busyMs;
+  // CPU a request, all the server's threads: what Roost asks of the cores whatever the
+  // rate they allowed it, the figure that compares changes on a machine whose load moves.
   return (
     `${''.padEnd(44)} ${fmt(appends / commits, 1)} appends per commit (largest ${after.largestBatch}); ` +
-    `each commit ${fmt(busy / commits, 2)} ms; the writer thread in commits ${fmt((100 * busy) / wallMs)}% of the time`
+    `each commit ${fmt(busy / commits, 2)} ms; the writer thread in commits ${fmt((100 * busy) / wallMs)}% of the time; ` +
+    `server CPU ${fmt(cpuUs, 1)} µs a request`
   );
 }
 
@@ -142,14 +145,17 @@ async function roostIngest(
     const addresses = await createAddresses(roost.url, INGEST_ADDRESSES);
     let before: CommitStats | undefined;
     let startedAt = 0;
+    let cpuBefore = 0;
     const measure = () =>
       measureIngest(roost.url, addresses, { connections, ...timing }, async () => {
         before = await commitsOf(roost);
         startedAt = Date.now();
+        cpuBefore = roost.cpuMs();
       });
     const result = options.profile ? await profiled(roost, options.profile, measure) : await measure();
+    const cpuUs = ((roost.cpuMs() - cpuBefore) * 1000) / result.total;
     const after = await commitsOf(roost);
-    const batch = batchLine(before!, after, Date.now() - startedAt);
+    const batch = batchLine(before!, after, Date.now() - startedAt, cpuUs);
     await stop(roost);
     report(loadLine(label, result, 'req/s', await baseline()));
     report(batch);
