@@ -224,12 +224,15 @@ async function main(): Promise<void> {
     try {
       let before: CommitStats | undefined;
       let startedAt = 0;
+      let cpuBefore = 0;
       const result = await measureIngest(roost.url, filled.sample, { connections, ...timing }, async () => {
         before = await commitsOf(roost);
         startedAt = Date.now();
+        cpuBefore = roost.cpuMs();
       });
+      const cpuUs = ((roost.cpuMs() - cpuBefore) * 1000) / result.total;
       report(loadLine(`Roost, FULL, ${filled.sample.length} of its addresses`, result, 'req/s', bare));
-      report(batchLine(before!, await commitsOf(roost), Date.now() - startedAt));
+      report(batchLine(before!, await commitsOf(roost), Date.now() - startedAt, cpuUs));
     } finally {
       await stop(roost);
     }

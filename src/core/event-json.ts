@@ -13,8 +13,7 @@ const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 const text = (value: string): string => (PLAIN.test(value) ? `"${value}"` : JSON.stringify(value));
 
 export function eventJson(record: EventRecord): string {
-  const [head, data, tail] = eventJsonParts(record);
-  return head + data + tail;
+  return eventHead(record) + record.dataJson + eventTail(record);
 }
 
 /**
@@ -22,11 +21,17 @@ export function eventJson(record: EventRecord): string {
  * rest; a writer can send the (possibly large) stored text without copying it into one string.
  */
 export function eventJsonParts(record: EventRecord): [string, string, string] {
-  const head = `{"id":${text(record.id)},"address_id":${text(record.addressId)},"sequence":${record.sequence},"type":${text(record.type)},"source":${text(record.source)},"data":`;
+  return [eventHead(record), record.dataJson, eventTail(record)];
+}
+
+const eventHead = (record: EventRecord) =>
+  `{"id":${text(record.id)},"address_id":${text(record.addressId)},"sequence":${record.sequence},"type":${text(record.type)},"source":${text(record.source)},"data":`;
+
+function eventTail(record: EventRecord): string {
   let tail = '';
   if (record.metadataJson !== null) tail += `,"metadata":${record.metadataJson}`;
   if (record.dedupeKey !== null) tail += `,"dedupe_key":${text(record.dedupeKey)}`;
   tail += `,"created_at":"${isoTime(record.createdAt)}"`;
   if (record.acknowledgedAt !== null) tail += `,"acknowledged_at":"${isoTime(record.acknowledgedAt)}"`;
-  return [head, record.dataJson, `${tail}}`];
+  return `${tail}}`;
 }
