@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { eventJson } from '../src/core/event-json.js';
-import { pageJson, toPage, toWireEvent } from '../src/core/wire.js';
+import { deliveryJson, pageJson, toPage, toWireEvent } from '../src/core/wire.js';
 import { EventSchema } from '../src/contract/schemas.js';
 import type { EventRecord } from '../src/storage/storage.js';
 
@@ -56,5 +56,15 @@ test("an event's keys come in the order of the Event schema", () => {
       );
     }),
     { numRuns: 200 },
+  );
+});
+
+test("deliveryJson writes what JSON.stringify writes of a delivery's answer", () => {
+  fc.assert(
+    fc.property(record, fc.boolean(), (r, duplicate) => {
+      const body = { event: toWireEvent(r), duplicate };
+      assert.equal(deliveryJson({ status: duplicate ? 200 : 202, body, record: r }), JSON.stringify(body));
+    }),
+    { numRuns: 300 },
   );
 });

@@ -42,6 +42,8 @@ export interface DeliveryResult {
   /** 202 for a newly queued event, 200 for an idempotent repeat (docs/api.md §3). */
   status: 200 | 202;
   body: EventDeliveryResponse;
+  /** The event as stored: the inbox writes the answer from it as text (wire.ts deliveryJson). */
+  record: EventRecord;
 }
 
 export interface ListOptions {

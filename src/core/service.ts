@@ -45,7 +45,7 @@ import {
 } from './secrets.js';
 import { effectiveIdempotencyKey, storedIdempotencyKey } from './idempotency-key.js';
 import { jsonDepthExceeds } from './json-depth.js';
-import { scanned, toWireAddress, toWireEvent, toWireViewToken, type RecordPage } from './wire.js';
+import { scanned, toDelivery, toWireAddress, toWireEvent, toWireViewToken, type RecordPage } from './wire.js';
 import { namesNothing, refuseNul } from './storable-text.js';
 import { sliceShared, type SharedRead } from './waiters.js';
 import { ServiceBase } from './service-base.js';
@@ -492,10 +492,10 @@ export class RoostService extends ServiceBase {
       case 'created':
         this.waiters.wake(address.id);
         // The stored text is JSON.stringify(input.data): serialised again, the value gives it back.
-        return { status: 202, body: { event: toWireEvent(result.event, data ?? null), duplicate: false } };
+        return toDelivery(202, result.event, data ?? null);
       case 'duplicate':
         this.metrics.duplicates.inc();
-        return { status: 200, body: { event: toWireEvent(result.event), duplicate: true } };
+        return toDelivery(200, result.event);
       case 'queue_full':
         throw errors.queueFull({ retryAfterSeconds: 60 });
       case 'bytes_full':

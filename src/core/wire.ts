@@ -5,6 +5,7 @@ import type { ViewToken } from '../contract/credential-schemas.js';
 import type { AddressRecord, EventPageRecord, EventRecord, ViewTokenRecord } from '../storage/storage.js';
 import { eventJson, eventJsonParts } from './event-json.js';
 import { isoTime } from './iso-time.js';
+import type { DeliveryResult } from './service-types.js';
 
 export function toWireViewToken(record: ViewTokenRecord): ViewToken {
   return {
@@ -46,6 +47,20 @@ export function toWireEvent(record: EventRecord, data: unknown = JSON.parse(reco
   event.created_at = isoTime(record.createdAt);
   if (record.acknowledgedAt !== null) event.acknowledged_at = isoTime(record.acknowledgedAt);
   return event;
+}
+
+/**
+ * A delivery's answer: 202 for a new event, 200 for a repeat (docs/api.md §3). `data` is the
+ * value delivered, when there is one: the stored text is its JSON, read back it is the same.
+ */
+export function toDelivery(status: 200 | 202, record: EventRecord, data?: unknown): DeliveryResult {
+  const event = data === undefined ? toWireEvent(record) : toWireEvent(record, data);
+  return { status, body: { event, duplicate: status === 200 }, record };
+}
+
+/** A delivery's answer as JSON text, what serialising its body writes (test/event-json.test.ts). */
+export function deliveryJson(result: DeliveryResult): string {
+  return `{"event":${eventJson(result.record)},"duplicate":${result.body.duplicate}}`;
 }
 
 /** A page as read from storage, before a transport renders it (toPage, or pageJson for HTTP). */

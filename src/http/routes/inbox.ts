@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { ServiceError, errors } from '../../core/errors.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../core/limits.js';
+import { deliveryJson } from '../../core/wire.js';
 import type { DeliveryInput, RoostService } from '../../core/service.js';
 import { CreateEventSchema, EventDeliveryResponseSchema } from '../../contract/schemas.js';
 import { validationMessage } from '../errors.js';
@@ -149,8 +150,9 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
           if (outcome.kind !== 'no_sender') return senderAnswer(request, reply, outcome);
         }
         const result = await service.deliver(address, plainDelivery(request), idempotencyHeader(request), 'http');
-        reply.code(result.status);
-        return result.body;
+        // Written as text from the stored event, as pages are: its data goes out as stored.
+        reply.code(result.status).type('application/json; charset=utf-8');
+        return deliveryJson(result);
       },
     },
   );
