@@ -19,7 +19,7 @@ import { measureHeldPolls, type HeldPollsResult } from './held-polls.js';
 import { meanLoad, percentile, type LoadResult } from './load.js';
 import { measureFsync } from './disk.js';
 import { describeMachine, loadAverage } from './machine.js';
-import { compileServers, startChild, type BenchChild } from './processes.js';
+import { compileServers, perUnit, startChild, threadsText, type BenchChild, type ThreadCpu } from './processes.js';
 import { MATCHING_FILTER, measureReading, pagePaths, PAGE_SIZE, UNMATCHED_FILTER } from './reading.js';
 import { prefill } from './prefill.js';
 import { postgresVersion, withBenchDatabase } from './postgres.js';
@@ -120,17 +120,32 @@ interface CommitStats {
   busyMs: number;
 }
 const commitsOf = async (child: BenchChild) => (await child.ask<{ commits: CommitStats }>({ type: 'stats' })).commits;
-function batchLine(before: CommitStats, after: CommitStats, wallMs: number, cpuUs: number): string {
+function batchLine(before: CommitStats, after: CommitStats, wallMs: number, cpu: string): string {
   const commits = after.commits - before.commits;
   const appends = after.appends - before.appends;
   const busy = after.busyMs - before.busyMs;
-  // CPU a request, all the server's threads: what Roost asks of the cores whatever the
-  // rate they allowed it, the figure that compares changes on a machine whose load moves.
+  // CPU a request, the server's by kind of thread and the load generator's: what each asks
+  // of the two cores they share, whatever rate the cores allowed.
   return (
     `${''.padEnd(44)} ${fmt(appends / commits, 1)} appends per commit (largest ${after.largestBatch}); ` +
-    `each commit ${fmt(busy / commits, 2)} ms; the writer thread in commits ${fmt((100 * busy) / wallMs)}% of the time; ` +
-    `server CPU ${fmt(cpuUs, 1)} µs a request`
+    `each commit ${fmt(busy / commits, 2)} ms; the writer thread in commits ${fmt((100 * busy) / wallMs)}% of the time\n` +
+    `${''.padEnd(44)} ${cpu}`
   );
+}
+
+/** Where the server's and the load generator's CPU stood when a measured run began. */
+interface CpuMark {
+  threads: ThreadCpu;
+  load: NodeJS.CpuUsage;
+}
+const cpuMark = (child: BenchChild): CpuMark => ({ threads: child.threadCpuMs(), load: process.cpuUsage() });
+
+/** CPU a request since `mark`: the server's by kind of thread, and this process's (the load generator). */
+function cpuLine(child: BenchChild, mark: CpuMark, requests: number): string {
+  const cpu = perUnit(mark.threads, child.threadCpuMs(), requests);
+  const load = process.cpuUsage(mark.load);
+  const loadUs = (load.user + load.system) / requests;
+  return `CPU a request: server ${fmt(cpu.serverCpuMs * 1000)} µs (${threadsText(cpu)}); load generator ${fmt(loadUs)} µs`;
 }
 
 /** `baseline` is asked for after the measurement (so that it may measure the baseline again). */
@@ -145,17 +160,17 @@ async function roostIngest(
     const addresses = await createAddresses(roost.url, INGEST_ADDRESSES);
     let before: CommitStats | undefined;
     let startedAt = 0;
-    let cpuBefore = 0;
+    let mark: CpuMark | undefined;
     const measure = () =>
       measureIngest(roost.url, addresses, { connections, ...timing }, async () => {
         before = await commitsOf(roost);
         startedAt = Date.now();
-        cpuBefore = roost.cpuMs();
+        mark = cpuMark(roost);
       });
     const result = options.profile ? await profiled(roost, options.profile, measure) : await measure();
-    const cpuUs = ((roost.cpuMs() - cpuBefore) * 1000) / result.total;
+    const cpu = cpuLine(roost, mark!, result.total);
     const after = await commitsOf(roost);
-    const batch = batchLine(before!, after, Date.now() - startedAt, cpuUs);
+    const batch = batchLine(before!, after, Date.now() - startedAt, cpu);
     await stop(roost);
     report(loadLine(label, result, 'req/s', await baseline()));
     report(batch);
@@ -224,15 +239,15 @@ async function main(): Promise<void> {
     try {
       let before: CommitStats | undefined;
       let startedAt = 0;
-      let cpuBefore = 0;
+      let mark: CpuMark | undefined;
       const result = await measureIngest(roost.url, filled.sample, { connections, ...timing }, async () => {
         before = await commitsOf(roost);
         startedAt = Date.now();
-        cpuBefore = roost.cpuMs();
+        mark = cpuMark(roost);
       });
-      const cpuUs = ((roost.cpuMs() - cpuBefore) * 1000) / result.total;
+      const cpu = cpuLine(roost, mark!, result.total);
       report(loadLine(`Roost, FULL, ${filled.sample.length} of its addresses`, result, 'req/s', bare));
-      report(batchLine(before!, await commitsOf(roost), Date.now() - startedAt, cpuUs));
+      report(batchLine(before!, await commitsOf(roost), Date.now() - startedAt, cpu));
     } finally {
       await stop(roost);
     }
@@ -399,16 +414,18 @@ async function main(): Promise<void> {
       const smtpLine = (label: string, r: SmtpResult, base?: SmtpResult) =>
         `${label.padEnd(44)} ${fmt(r.rate).padStart(8)} msg/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  failed ${r.failed}` +
         (base ? `  ×${(r.rate / base.rate).toFixed(2)} of baseline` : '') +
-        `\n${''.padEnd(44)} CPU a message: server ${fmt(r.serverCpuMs, 2)} ms, load generator ${fmt(r.loadCpuMs, 2)} ms`;
+        `\n${''.padEnd(44)} CPU a message: server ${fmt(r.serverCpuMs, 2)} ms (${threadsText(r)}), load generator ${fmt(r.loadCpuMs, 2)} ms`;
       report(
         `SMTP ingest: small text messages over ${SMTP_CONNECTIONS} pooled connections to ${SMTP_ADDRESSES} recipients`,
       );
       const bare = await measureSmtp(baseline.smtpPort, recipients, { connections: SMTP_CONNECTIONS, ...timing }, () =>
-        baseline.cpuMs(),
+        baseline.threadCpuMs(),
       );
       report(smtpLine('baseline: smtp-server + mailparser, dropped', bare));
       const mail = await profiled(roost, 'smtp', () =>
-        measureSmtp(roost.smtpPort!, recipients, { connections: SMTP_CONNECTIONS, ...timing }, () => roost.cpuMs()),
+        measureSmtp(roost.smtpPort!, recipients, { connections: SMTP_CONNECTIONS, ...timing }, () =>
+          roost.threadCpuMs(),
+        ),
       );
       report(smtpLine('Roost (stored durably before 250)', mail, bare));
       // The 250s were real: the messages are in the queues as email events.

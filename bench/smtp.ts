@@ -4,6 +4,7 @@
 import nodemailer from 'nodemailer';
 import { performance } from 'node:perf_hooks';
 import { percentile } from './load.js';
+import { perUnit, type ThreadCpu } from './processes.js';
 
 export interface SmtpResult {
   /** Messages answered 250 per second. */
@@ -12,8 +13,9 @@ export interface SmtpResult {
   failed: number;
   p50: number;
   p99: number;
-  /** CPU time a message, in ms, during the measured run: the server's process and this one (the load generator). */
+  /** CPU time a message, in ms, during the measured run: the server's process (all of it, and by kind of thread) and this one (the load generator). */
   serverCpuMs: number;
+  serverThreadsMs: ThreadCpu;
   loadCpuMs: number;
 }
 
@@ -21,8 +23,8 @@ export async function measureSmtp(
   port: number,
   recipients: string[],
   options: { connections: number; durationS: number; warmupS: number },
-  /** The server's CPU time so far, in ms (BenchChild.cpuMs). */
-  serverCpuMs: () => number,
+  /** The server's CPU time so far by kind of thread, in ms (BenchChild.threadCpuMs). */
+  serverCpu: () => ThreadCpu,
 ): Promise<SmtpResult> {
   const transport = nodemailer.createTransport({
     host: '127.0.0.1',
@@ -66,7 +68,7 @@ export async function measureSmtp(
   };
   try {
     if (options.warmupS > 0) await run(options.warmupS);
-    const serverBefore = serverCpuMs();
+    const serverBefore = serverCpu();
     const loadBefore = process.cpuUsage();
     const { latencies, failed, elapsedS } = await run(options.durationS);
     const load = process.cpuUsage(loadBefore);
@@ -76,7 +78,7 @@ export async function measureSmtp(
       failed,
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),
-      serverCpuMs: (serverCpuMs() - serverBefore) / latencies.length,
+      ...perUnit(serverBefore, serverCpu(), latencies.length),
       loadCpuMs: (load.user + load.system) / 1000 / latencies.length,
     };
   } finally {
