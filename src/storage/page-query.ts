@@ -2,7 +2,9 @@
 // cursor, the count and byte bounds, and each filter as one condition. A new filter is
 // one entry in FILTERS (and its field in storage.ts EventFilter); an engine differs only
 // by its PageDialect (how parameters are written, how events of an address are found,
-// where the latest sequence comes from, how JSON is looked into).
+// where the latest sequence comes from, how JSON is looked into), and in that SQLite reads
+// a page without a filter on content in two range scans (pageSizesQuery) where PostgreSQL
+// runs pageQuery's one statement.
 import { EVENTS, PAGE_EVENT_NAMES } from './tables.js';
 import type { EventFilter, EventPageRecord, ListEventsParams } from './storage.js';
 
@@ -260,24 +262,10 @@ export function scannedPageFromRows(
   );
 }
 
-/** The latest sequence alone, for an empty page, which has no row to carry it. */
+/** The latest sequence alone: for an empty page, which has no row to carry it, and for SQLite's two-scan pages. */
 export function latestSequenceQuery(dialect: PageDialect, addressId: string): BuiltQuery {
   const { bind, values } = new Binder(dialect);
   return { text: `SELECT ${dialect.latestSequence(bind(addressId))} AS latest`, values };
-}
-
-/** Where the candidates and the latest sequence are in a page row read as an array. */
-const CANDIDATES = EVENTS.names.length;
-const LATEST = CANDIDATES + 1;
-
-/** The page from its rows read as arrays (SQLite's raw mode); null when it is empty. */
-export function pageFromArrays(rows: readonly unknown[][]): EventPageRecord | null {
-  if (rows.length === 0) return null;
-  return {
-    events: rows.map((row) => EVENTS.fromArray(row)),
-    hasMore: (rows[0][CANDIDATES] as number) > rows.length,
-    latestSequence: rows[0][LATEST] as number,
-  };
 }
 
 /** The page from its rows read by name (PostgreSQL); null when it is empty. */
