@@ -169,6 +169,7 @@ export function pageEventFromArray(row: readonly unknown[], addressId: string): 
     acknowledgedAt: row[at.acknowledged_at] as number | null,
   };
 }
+
 export const SENDERS = table<SenderRecord>('senders', {
   addressId: text('address_id'),
   provider: text('provider'),

@@ -36,6 +36,8 @@ const PAGE_STATEMENTS = 64;
 export class EventReads {
   private readonly sql;
   private readonly pages = new Map<string, Database.Statement<unknown[], unknown[]>>();
+  /** readPage in a read transaction: its scans see one snapshot. */
+  private readonly rangedPage: (params: ListEventsParams) => EventPageRecord;
 
   constructor(private readonly db: Database.Database) {
     const latest = latestSequenceQuery(DIALECT, '');
@@ -67,8 +69,6 @@ export class EventReads {
     }
     return this.rangedPage(params);
   }
-
-  private readonly rangedPage;
 
   private readPage(params: ListEventsParams): EventPageRecord {
     const sizes = pageSizesQuery(DIALECT, params);
