@@ -2,6 +2,7 @@
 // ROOST_BENCH_DATABASE_URL (default: the local one the tests use), dropped afterwards.
 // Without a reachable server the figure is skipped with the reason, not failed.
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 
 const ADMIN_URL = process.env.ROOST_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -40,3 +41,23 @@ export const postgresVersion = () =>
   admin(
     async (client) => (await client.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version,
   );
+
+/**
+ * CPU used so far by this machine's PostgreSQL processes (every process named postgres:
+ * the backends, the WAL writer, the checkpointer), user and system, in ms; 0 when the
+ * server runs elsewhere. Meaningful as a difference, over a run.
+ */
+export function postgresCpuMs(): number {
+  let ms = 0;
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ms += (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      // the process ended between the listing and the read
+    }
+  }
+  return ms;
+}

@@ -22,7 +22,7 @@ import { describeMachine, loadAverage } from './machine.js';
 import { compileServers, perUnit, startChild, threadsText, type BenchChild, type ThreadCpu } from './processes.js';
 import { MATCHING_FILTER, measureReading, pagePaths, PAGE_SIZE, UNMATCHED_FILTER } from './reading.js';
 import { prefill } from './prefill.js';
-import { postgresVersion, withBenchDatabase } from './postgres.js';
+import { postgresCpuMs, postgresVersion, withBenchDatabase } from './postgres.js';
 import { measureSmtp, type SmtpResult } from './smtp.js';
 import { measureWake } from './wake.js';
 import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
@@ -261,21 +261,31 @@ async function main(): Promise<void> {
       const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), { DATABASE_URL: url }) });
       try {
         const addresses = await createAddresses(roost.url, INGEST_ADDRESSES);
-        return await profiled(roost, 'postgres', () => measureIngest(roost.url, addresses, { connections, ...timing }));
+        let mark: CpuMark | undefined;
+        let postgresBefore = 0;
+        const result = await profiled(roost, 'postgres', () =>
+          measureIngest(roost.url, addresses, { connections, ...timing }, async () => {
+            mark = cpuMark(roost);
+            postgresBefore = postgresCpuMs();
+          }),
+        );
+        const postgresUs = ((postgresCpuMs() - postgresBefore) * 1000) / result.total;
+        return { result, cpu: `${cpuLine(roost, mark!, result.total)}; PostgreSQL's processes ${fmt(postgresUs)} µs` };
       } finally {
         await stop(roost);
       }
     });
-    if (outcome.ok)
+    if (outcome.ok) {
       report(
         loadLine(
           `Roost on PostgreSQL ${(await postgresVersion()).split(' ')[0]}, same machine`,
-          outcome.value,
+          outcome.value.result,
           'req/s',
           bare,
         ),
       );
-    else report(`Roost on PostgreSQL: skipped, ${outcome.reason}`);
+      report(`${''.padEnd(44)} ${outcome.value.cpu}`);
+    } else report(`Roost on PostgreSQL: skipped, ${outcome.reason}`);
     report('');
   }
 
