@@ -5,7 +5,7 @@
 // where the latest sequence comes from, how JSON is looked into), and in that SQLite reads
 // a page without a filter on content in two range scans (pageSizesQuery) where PostgreSQL
 // runs pageQuery's one statement.
-import { EVENTS, PAGE_EVENT_NAMES } from './tables.js';
+import { EVENTS, PAGE_EVENT_NAMES, eventFromArray } from './tables.js';
 import type { EventFilter, EventPageRecord, ListEventsParams } from './storage.js';
 
 export interface PageDialect {
@@ -233,7 +233,7 @@ export function scannedPageFromArrays(rows: readonly unknown[][], params: ListEv
   const at = EVENTS.names.length;
   const row = rows[0];
   return scannedPage(
-    rows.filter((r) => r[0] !== null).map((r) => EVENTS.fromArray(r)),
+    rows.filter((r) => r[0] !== null).map(eventFromArray),
     {
       candidates: row[at] as number,
       latest: row[at + 1] as number,

@@ -149,13 +149,20 @@ export const EVENTS = table<EventRecord>('events', {
 });
 /**
  * The columns a page reads of each event (page-query.ts pageRangeQuery): EVENTS' but
- * address_id, which the page knows. Read by pageEventFromArray into a record of one shape,
- * field by field: the hottest read, where a generic decoder's keyed stores cost.
+ * address_id, which the page knows.
  */
 export const PAGE_EVENT_NAMES = EVENTS.names.filter((name) => name !== 'address_id');
-const at = Object.fromEntries(PAGE_EVENT_NAMES.map((name, i) => [name, i])) as Record<string, number>;
+const columnsAt = (names: readonly string[]) =>
+  Object.fromEntries(names.map((name, i) => [name, i])) as Record<string, number>;
+const EVENT_AT = columnsAt(EVENTS.names);
+const PAGE_EVENT_AT = columnsAt(PAGE_EVENT_NAMES);
 
-export function pageEventFromArray(row: readonly unknown[], addressId: string): EventRecord {
+/**
+ * An event from a row read as an array, field by field into one object shape: pages are the
+ * hottest read, where a generic decoder's keyed stores cost, and where every page's records
+ * should share one shape for the code that writes them out.
+ */
+function eventOf(row: readonly unknown[], at: Record<string, number>, addressId: string): EventRecord {
   return {
     id: row[at.id] as string,
     addressId,
@@ -169,6 +176,14 @@ export function pageEventFromArray(row: readonly unknown[], addressId: string): 
     acknowledgedAt: row[at.acknowledged_at] as number | null,
   };
 }
+
+/** A row of PAGE_EVENT_NAMES, of the address `addressId`. */
+export const pageEventFromArray = (row: readonly unknown[], addressId: string): EventRecord =>
+  eventOf(row, PAGE_EVENT_AT, addressId);
+
+/** A row of EVENTS' columns, as a page reads it. */
+export const eventFromArray = (row: readonly unknown[]): EventRecord =>
+  eventOf(row, EVENT_AT, row[EVENT_AT.address_id] as string);
 
 export const SENDERS = table<SenderRecord>('senders', {
   addressId: text('address_id'),
