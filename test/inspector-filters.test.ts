@@ -69,7 +69,14 @@ describe('the inspector filters through the API', { skip: browserSkip }, () => {
   });
 
   it('says where the scan stopped, and "load more" continues until the end', async () => {
+    // The previous filter's page shows the same row and the same scan bound: wait for this
+    // filter's own read, or the checks below could pass on what is about to be replaced.
+    const read = page.waitForResponse(
+      (response) =>
+        response.url().includes('/events?') && new URL(response.url()).searchParams.get('type') === 'needle.*',
+    );
     await applyFilter(page, 'type', 'needle.*');
+    await read;
     assert.deepEqual(await showsSequences(page, [1]), [1]);
     await page.waitForSelector('.scan-limited', { timeout: APPEARS_MS });
     assert.match((await page.textContent('.scan-limited'))!, new RegExp(`stopped searching at #${SCAN} of #${EVENTS}`));
