@@ -52,6 +52,45 @@ export function App({ addressId }: { addressId: string }) {
 }
 
 const searchText = new WeakMap<RoostEvent, string>();
+interface ServerFilterProps {
+  name: 'type' | 'source';
+  label: string;
+  placeholder: string;
+  /** What is typed in the box. */
+  text: string;
+  /** The values the loaded events have, offered as the box is typed into. */
+  offered: string[];
+  onText: (text: string) => void;
+  /** The filter the API applies, set on Enter or on leaving the box. */
+  onApply: (value: string) => void;
+}
+
+/** One of the filters the API applies (docs/api.md §4.3), with the values seen offered. */
+function ServerFilter({ name, label, placeholder, text, offered, onText, onApply }: ServerFilterProps) {
+  const list = `filter-${name}s`;
+  return (
+    <>
+      <label>
+        {label}{' '}
+        <input
+          type="search"
+          name={name}
+          list={list}
+          value={text}
+          placeholder={placeholder}
+          onInput={(event) => onText(event.currentTarget.value)}
+          onChange={(event) => onApply(event.currentTarget.value.trim())}
+        />
+      </label>
+      <datalist id={list}>
+        {offered.map((value) => (
+          <option key={value} value={value} />
+        ))}
+      </datalist>
+    </>
+  );
+}
+
 function matches(event: RoostEvent, needle: string): boolean {
   let text = searchText.get(event);
   if (text === undefined) {
@@ -338,40 +377,24 @@ function Inspector({ addressId, credentials, onForget }: InspectorProps) {
           {/* Kept while a changed filter's list is read again, so that the boxes stay as typed. */}
           {(events.size > 0 || serverFiltered || seen.types.size > 0) && (
             <div class="filters" role="search" aria-label="Filter the events">
-              <label>
-                Type{' '}
-                <input
-                  type="search"
-                  name="type"
-                  list="filter-types"
-                  value={typeText}
-                  placeholder="all types (order.*)"
-                  onInput={(event) => setTypeText(event.currentTarget.value)}
-                  onChange={(event) => setTypeFilter(event.currentTarget.value.trim())}
-                />
-              </label>
-              <datalist id="filter-types">
-                {types.map((type) => (
-                  <option key={type} value={type} />
-                ))}
-              </datalist>
-              <label>
-                Source{' '}
-                <input
-                  type="search"
-                  name="source"
-                  list="filter-sources"
-                  value={sourceText}
-                  placeholder="all sources"
-                  onInput={(event) => setSourceText(event.currentTarget.value)}
-                  onChange={(event) => setSourceFilter(event.currentTarget.value.trim())}
-                />
-              </label>
-              <datalist id="filter-sources">
-                {sources.map((source) => (
-                  <option key={source} value={source} />
-                ))}
-              </datalist>
+              <ServerFilter
+                name="type"
+                label="Type"
+                placeholder="all types (order.*)"
+                text={typeText}
+                offered={types}
+                onText={setTypeText}
+                onApply={setTypeFilter}
+              />
+              <ServerFilter
+                name="source"
+                label="Source"
+                placeholder="all sources"
+                text={sourceText}
+                offered={sources}
+                onText={setSourceText}
+                onApply={setSourceFilter}
+              />
               <label>
                 Text{' '}
                 <input
