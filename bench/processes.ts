@@ -104,7 +104,7 @@ export function threadsText({ serverThreadsMs: t }: CpuPerUnit): string {
 }
 
 /** utime + stime of a /proc …/stat line (its 14th and 15th fields), in ms at 100 clock ticks a second. */
-function statCpuMs(stat: string): number {
+export function statCpuMs(stat: string): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
