@@ -156,10 +156,15 @@ for (const poolMode of ['session', 'transaction'] as const) {
       const locks = await withClient(
         db.url,
         async (c) =>
+          // pg_locks is the whole cluster's: only this test's database counts (other tests'
+          // sweepers hold the same kind of lock in theirs).
           (
-            await c.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1", [
-              ADVISORY_LOCKS.namespace,
-            ])
+            await c.query(
+              `SELECT count(*)::int AS n FROM pg_locks
+               WHERE locktype = 'advisory' AND classid = $1
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+              [ADVISORY_LOCKS.namespace],
+            )
           ).rows[0].n as number,
       );
       assert.equal(locks, 0);
