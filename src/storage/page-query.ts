@@ -3,8 +3,8 @@
 // one entry in FILTERS (and its field in storage.ts EventFilter); an engine differs only
 // by its PageDialect (how parameters are written, how events of an address are found,
 // where the latest sequence comes from, how JSON is looked into), and in that SQLite reads
-// a page without a filter on content in two range scans (pageSizesQuery) where PostgreSQL
-// runs pageQuery's one statement.
+// a page without a filter on content in one range scan (pageCandidatesQuery) where
+// PostgreSQL runs pageQuery's one statement.
 import { EVENTS, PAGE_EVENT_NAMES, eventFromArray } from './tables.js';
 import type { EventFilter, EventPageRecord, ListEventsParams } from './storage.js';
 
@@ -130,10 +130,33 @@ export function pageQuery(dialect: PageDialect, params: ListEventsParams): Built
 }
 
 /**
- * The page of pageQuery in two steps, for an engine where a statement is a call rather than
- * a round trip (SQLite, whose plan for pageQuery's window and IN costs several times two
- * range scans): the sizes of the candidates, then, once pageCut has chosen, the events kept
- * as one range. Read in one transaction, they are one snapshot. Columns: sequence, size.
+ * The page of pageQuery in one range scan, for an engine where a statement is a call rather
+ * than a round trip (SQLite, whose plan for pageQuery's window and IN costs several times a
+ * range scan): the `limit + 1` candidates, each with its stored text only when its size
+ * (size_bytes, storage.ts eventSize, at least the bytes a page counts) is at most
+ * `maxBytes / limit`. When every one of the first `limit` came with its text, no byte bound
+ * can cut the page, and the scan held at most about maxBytes of text; otherwise the page is
+ * read in two steps (pageSizesQuery). Columns: PAGE_EVENT_NAMES, data and metadata NULL when
+ * left unread.
+ */
+export function pageCandidatesQuery(dialect: PageDialect, params: ListEventsParams): BuiltQuery {
+  const { bind, values } = new Binder(dialect);
+  const small = Math.floor((params.maxBytes ?? Number.MAX_SAFE_INTEGER) / params.limit);
+  const columns = PAGE_EVENT_NAMES.map((name) =>
+    name === 'data' || name === 'metadata' ? `CASE WHEN size_bytes <= ${bind(small)} THEN ${name} END` : name,
+  );
+  const text = `
+    SELECT ${columns.join(', ')}
+    FROM events
+    WHERE ${dialect.ofAddress(bind(params.addressId))} AND sequence > ${bind(params.after)}${conditions(params.filter, bind, dialect, () => true)}
+    ORDER BY sequence LIMIT ${bind(params.limit + 1)}`;
+  return { text, values };
+}
+
+/**
+ * The page of pageQuery in two steps, when pageCandidatesQuery left an event unread: the
+ * sizes of the candidates, then, once pageCut has chosen, the events kept as one range.
+ * Read in one transaction, they are one snapshot. Columns: sequence, size.
  */
 export function pageSizesQuery(dialect: PageDialect, params: ListEventsParams): BuiltQuery {
   const { bind, values } = new Binder(dialect);

@@ -148,7 +148,7 @@ export const EVENTS = table<EventRecord>('events', {
   acknowledgedAt: optionalBigint('acknowledged_at'),
 });
 /**
- * The columns a page reads of each event (page-query.ts pageRangeQuery): EVENTS' but
+ * The columns a page reads of each event (page-query.ts pageCandidatesQuery, pageRangeQuery): EVENTS' but
  * address_id, which the page knows.
  */
 export const PAGE_EVENT_NAMES = EVENTS.names.filter((name) => name !== 'address_id');
@@ -180,6 +180,9 @@ function eventOf(row: readonly unknown[], at: Record<string, number>, addressId:
 /** A row of PAGE_EVENT_NAMES, of the address `addressId`. */
 export const pageEventFromArray = (row: readonly unknown[], addressId: string): EventRecord =>
   eventOf(row, PAGE_EVENT_AT, addressId);
+
+/** Whether a row of page-query.ts pageCandidatesQuery came without its stored text (data is never NULL). */
+export const pageEventLeftUnread = (row: readonly unknown[]): boolean => row[PAGE_EVENT_AT.data] === null;
 
 /** A row of EVENTS' columns, as a page reads it. */
 export const eventFromArray = (row: readonly unknown[]): EventRecord =>

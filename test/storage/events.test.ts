@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
+import fc from 'fast-check';
 import { RAW_EMAIL_PART, type EmailPart, type Storage } from '../../src/storage/storage.js';
 import { forEachStorage } from '../helpers/storage.js';
 import { addressRecord, appendInput } from '../helpers/records.js';
@@ -140,6 +141,51 @@ await forEachStorage('events', (storage, engine, opened) => {
       [2, 3, 4],
     );
     assert.equal(roomy.hasMore, false);
+  });
+
+  // SQLite reads a page in one scan when every event is small against maxBytes / limit and
+  // in two steps otherwise (page-query.ts pageCandidatesQuery): both must cut where the
+  // bound says, sizes on either side of maxBytes / limit, with metadata and with type and
+  // source counted in the stored size but not in the page's bytes.
+  test('pages: the byte bound cuts where the data and metadata say, whatever the mix of sizes', async () => {
+    const id = await newAddress(storage());
+    const stored: { bytes: number }[] = [];
+    const sizes = fc.sample(fc.integer({ min: 0, max: 120 }), { numRuns: 40, seed: 37 });
+    for (const [n, size] of sizes.entries()) {
+      const metadataJson = n % 3 === 0 ? `{"m":"${'m'.repeat(size % 17)}"}` : null;
+      const dataJson = `"${'é'.repeat(size % 5)}${'d'.repeat(size)}"`;
+      const input = appendInput(id, { dataJson, metadataJson, type: `type.${'t'.repeat(size % 40)}` });
+      assert.equal((await storage().appendEvent({ event: input, capacity: 1000 })).status, 'created');
+      stored.push({
+        bytes: Buffer.byteLength(dataJson) + (metadataJson === null ? 0 : Buffer.byteLength(metadataJson)),
+      });
+    }
+    const reads = fc.sample(
+      fc.record({
+        after: fc.integer({ min: 0, max: stored.length }),
+        limit: fc.integer({ min: 1, max: 12 }),
+        maxBytes: fc.integer({ min: 1, max: 1500 }),
+      }),
+      { numRuns: 150, seed: 37 },
+    );
+    for (const { after, limit, maxBytes } of reads) {
+      const expected: number[] = [];
+      let bytes = 0;
+      for (let sequence = after + 1; sequence <= stored.length && expected.length < limit; sequence++) {
+        bytes += stored[sequence - 1].bytes;
+        if (expected.length > 0 && bytes > maxBytes) break;
+        expected.push(sequence);
+      }
+      const page = await storage().listEvents({ addressId: id, after, limit, maxBytes });
+      const read = { after, limit, maxBytes };
+      assert.deepEqual(
+        page.events.map((event) => event.sequence),
+        expected,
+        JSON.stringify(read),
+      );
+      assert.equal(page.hasMore, after + expected.length < stored.length, JSON.stringify(read));
+      for (const event of page.events) assert.notEqual(event.dataJson, null, JSON.stringify(read));
+    }
   });
 
   test('pages: the unacked filter keeps only unacknowledged events; hasMore counts only those', async () => {

@@ -5,6 +5,7 @@ import type Database from 'better-sqlite3';
 import {
   filtersContent,
   latestSequenceQuery,
+  pageCandidatesQuery,
   pageCut,
   pageQuery,
   pageRangeQuery,
@@ -13,7 +14,7 @@ import {
   type PageDialect,
 } from '../page-query.js';
 import type { AckRecord, EventPageRecord, EventRecord, ListAcknowledgedParams, ListEventsParams } from '../storage.js';
-import { pageEventFromArray } from '../tables.js';
+import { pageEventFromArray, pageEventLeftUnread } from '../tables.js';
 import { KEY_OF_ID } from './migrations.js';
 
 const DIALECT: PageDialect = {
@@ -60,7 +61,8 @@ export class EventReads {
   /**
    * Rows are read as arrays (raw mode), in the page query's column order: better-sqlite3
    * builds an array per row more cheaply than an object. A page without a filter on content
-   * is read in two range scans (page-query.ts pageSizesQuery), in one read transaction.
+   * is read in one range scan (page-query.ts pageCandidatesQuery), or in two when it holds a
+   * larger event, in one read transaction.
    */
   list(params: ListEventsParams): EventPageRecord {
     if (filtersContent(params.filter)) {
@@ -71,6 +73,19 @@ export class EventReads {
   }
 
   private readPage(params: ListEventsParams): EventPageRecord {
+    const scan = pageCandidatesQuery(DIALECT, params);
+    const candidates = this.statement(scan.text).all(...scan.values);
+    const kept = Math.min(candidates.length, params.limit);
+    const events: EventRecord[] = [];
+    for (let i = 0; i < kept; i++) {
+      if (pageEventLeftUnread(candidates[i])) return this.readPageBySize(params);
+      events.push(pageEventFromArray(candidates[i], params.addressId));
+    }
+    return { events, hasMore: candidates.length > kept, latestSequence: this.latest(params.addressId) };
+  }
+
+  /** The page in two range scans: the sizes of the candidates, then the events pageCut kept. */
+  private readPageBySize(params: ListEventsParams): EventPageRecord {
     const sizes = pageSizesQuery(DIALECT, params);
     const candidates = this.statement(sizes.text).all(...sizes.values);
     const kept = pageCut(candidates, params);
@@ -82,7 +97,11 @@ export class EventReads {
         .all(...range.values)
         .map((row) => pageEventFromArray(row, addressId));
     }
-    return { events, hasMore: candidates.length > kept, latestSequence: this.sql.latest.get(params.addressId) ?? 0 };
+    return { events, hasMore: candidates.length > kept, latestSequence: this.latest(params.addressId) };
+  }
+
+  private latest(addressId: string): number {
+    return this.sql.latest.get(addressId) ?? 0;
   }
 
   /** The prepared statement of a page query's text (one per combination of filters). */
