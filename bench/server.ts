@@ -1,7 +1,8 @@
 // Roost as the benchmarks run it: exactly `roost serve` (configuration from the
 // environment, production defaults including LOG_LEVEL=info), except that the SQLite
 // storage can be opened with the options the bench compares against — one commit per
-// append (--group-commit off) and --synchronous NORMAL. These are bench-only switches,
+// append (--group-commit off), --synchronous NORMAL, and no events kept from earlier
+// reads (--recent-event-bytes 0). These are bench-only switches,
 // deliberately not part of the service's configuration.
 import { writeFileSync } from 'node:fs';
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
@@ -16,6 +17,7 @@ const { values } = parseArgs({
   options: {
     synchronous: { type: 'string', default: 'FULL' },
     'group-commit': { type: 'string', default: 'on' },
+    'recent-event-bytes': { type: 'string' },
     smtp: { type: 'boolean', default: false },
   },
 });
@@ -23,7 +25,11 @@ const synchronous = values.synchronous === 'NORMAL' ? 'NORMAL' : 'FULL';
 const config = loadConfig(process.env);
 const storage = config.databaseUrl
   ? undefined
-  : new SqliteStorage(config.dbPath, { synchronous, groupCommit: values['group-commit'] !== 'off' });
+  : new SqliteStorage(config.dbPath, {
+      synchronous,
+      groupCommit: values['group-commit'] !== 'off',
+      recentEventBytes: values['recent-event-bytes'] === undefined ? undefined : Number(values['recent-event-bytes']),
+    });
 // SMTP on a free port, with DNS answering "no such name" at once: the sender checks
 // (SPF, DKIM, DMARC) still run, but the figure does not depend on this machine's network.
 const offline = async () => {

@@ -3,7 +3,7 @@
 // an answer carries them as they are rather than parsing them only to serialise them again.
 // The text is what JSON.stringify makes of toWireEvent's object (core/wire.ts), key for key
 // (test/event-json.test.ts holds the two together).
-import type { EventRecord } from '../storage/storage.js';
+import { WRITTEN, type EventRecord, type SharedEventRecord } from '../storage/storage.js';
 import { isoTime } from './iso-time.js';
 
 /** Printable ASCII but `"` and `\`: text that JSON writes as it is, between quotes. */
@@ -14,6 +14,33 @@ const text = (value: string): string => (PLAIN.test(value) ? `"${value}"` : JSON
 
 export function eventJson(record: EventRecord): string {
   return eventHead(record) + record.dataJson + eventTail(record);
+}
+
+/**
+ * Keeps with each record storage shares between reads (it never changes) its eventJson in
+ * UTF-8, where it has none yet, so that a page read again is put together by copying bytes.
+ * Those of one call share one buffer: one allocation a page rather than one an event, and
+ * a page's records are kept and dropped together (sqlite/recent-events.ts).
+ */
+export function keepEventBytes(records: readonly SharedEventRecord[]): void {
+  const texts: string[] = [];
+  let total = 0;
+  for (const record of records) {
+    if (record[WRITTEN] !== undefined) continue;
+    const text = eventJson(record);
+    texts.push(text);
+    total += Buffer.byteLength(text);
+  }
+  if (texts.length === 0) return;
+  const bytes = Buffer.allocUnsafeSlow(total);
+  let at = 0;
+  let next = 0;
+  for (const record of records) {
+    if (record[WRITTEN] !== undefined) continue;
+    const length = bytes.write(texts[next++], at);
+    record[WRITTEN] = bytes.subarray(at, at + length);
+    at += length;
+  }
 }
 
 /**

@@ -2,8 +2,15 @@
 // credential is read from a header: shared by the HTTP routes and the MCP tools.
 import type { Address, Event, EventPage } from '../contract/schemas.js';
 import type { ViewToken } from '../contract/credential-schemas.js';
-import type { AddressRecord, EventPageRecord, EventRecord, ViewTokenRecord } from '../storage/storage.js';
-import { eventJson, eventJsonParts } from './event-json.js';
+import {
+  isSharedEventRecord,
+  WRITTEN,
+  type AddressRecord,
+  type EventPageRecord,
+  type EventRecord,
+  type ViewTokenRecord,
+} from '../storage/storage.js';
+import { eventJson, eventJsonParts, keepEventBytes } from './event-json.js';
 import { isoTime } from './iso-time.js';
 import type { DeliveryResult } from './service-types.js';
 
@@ -92,9 +99,33 @@ export function toPage(page: RecordPage): EventPage {
 
 const scanLimitedJson = (limited: boolean | undefined) => (limited ? ',"scan_limited":true' : '');
 
+const pageTail = (page: RecordPage) =>
+  `],"next_cursor":${nextCursor(page)},"has_more":${page.hasMore},"latest_sequence":${page.latestSequence}${scanLimitedJson(page.scanLimited)}}`;
+
 /** The JSON text of toPage(page), with each event's stored data spliced in unparsed. */
 export function pageJson(page: RecordPage): string {
-  return `{"events":[${page.records.map(eventJson).join(',')}],"next_cursor":${nextCursor(page)},"has_more":${page.hasMore},"latest_sequence":${page.latestSequence}${scanLimitedJson(page.scanLimited)}}`;
+  return `{"events":[${page.records.map(eventJson).join(',')}${pageTail(page)}`;
+}
+
+const PAGE_OPEN = Buffer.from('{"events":[');
+const COMMA = Buffer.from(',');
+
+/**
+ * pageJson as the body of an answer, in UTF-8 bytes copied from those each record keeps
+ * (written on its first page) when storage shares every record of the page
+ * (storage.ts SharedEventRecord), else as text.
+ */
+export function pageBody(page: RecordPage): string | Buffer {
+  const shared = page.records;
+  if (!shared.every(isSharedEventRecord)) return pageJson(page);
+  keepEventBytes(shared);
+  const parts: Uint8Array[] = [PAGE_OPEN];
+  for (let i = 0; i < shared.length; i++) {
+    if (i > 0) parts.push(COMMA);
+    parts.push(shared[i][WRITTEN]!);
+  }
+  parts.push(Buffer.from(pageTail(page)));
+  return Buffer.concat(parts);
 }
 
 /**

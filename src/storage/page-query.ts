@@ -133,15 +133,18 @@ export function pageQuery(dialect: PageDialect, params: ListEventsParams): Built
  * The page of pageQuery in one range scan, for an engine where a statement is a call rather
  * than a round trip (SQLite, whose plan for pageQuery's window and IN costs several times a
  * range scan): the `limit + 1` candidates, each with its stored text only when its size
- * (size_bytes, storage.ts eventSize, at least the bytes a page counts) is at most
- * `maxBytes / limit`. When every one of the first `limit` came with its text, no byte bound
+ * (size_bytes, storage.ts eventSize, at least the bytes a page counts) is at most `small`,
+ * `maxBytes / limit` unless told. When every one of the first `limit` came with its text, no byte bound
  * can cut the page, and the scan held at most about maxBytes of text; otherwise the page is
  * read in two steps (pageSizesQuery). Columns: PAGE_EVENT_NAMES, data and metadata NULL when
  * left unread.
  */
-export function pageCandidatesQuery(dialect: PageDialect, params: ListEventsParams): BuiltQuery {
+export function pageCandidatesQuery(
+  dialect: PageDialect,
+  params: ListEventsParams,
+  small = smallEventBytes(params),
+): BuiltQuery {
   const { bind, values } = new Binder(dialect);
-  const small = Math.floor((params.maxBytes ?? Number.MAX_SAFE_INTEGER) / params.limit);
   const columns = PAGE_EVENT_NAMES.map((name) =>
     name === 'data' || name === 'metadata' ? `CASE WHEN size_bytes <= ${bind(small)} THEN ${name} END` : name,
   );
@@ -152,6 +155,25 @@ export function pageCandidatesQuery(dialect: PageDialect, params: ListEventsPara
     ORDER BY sequence LIMIT ${bind(params.limit + 1)}`;
   return { text, values };
 }
+
+/**
+ * pageCandidatesQuery for a reader that holds the events' text already (sqlite/recent-events.ts):
+ * the same candidates, only what can change of them. Columns: sequence, acknowledged_at,
+ * size_bytes.
+ */
+export function pageKeysQuery(dialect: PageDialect, params: ListEventsParams): BuiltQuery {
+  const { bind, values } = new Binder(dialect);
+  const text = `
+    SELECT sequence, acknowledged_at, size_bytes
+    FROM events
+    WHERE ${dialect.ofAddress(bind(params.addressId))} AND sequence > ${bind(params.after)}${conditions(params.filter, bind, dialect, () => true)}
+    ORDER BY sequence LIMIT ${bind(params.limit + 1)}`;
+  return { text, values };
+}
+
+/** The size up to which pageCandidatesQuery reads an event's text: no page of such events is cut by bytes. */
+export const smallEventBytes = (params: ListEventsParams): number =>
+  Math.floor((params.maxBytes ?? Number.MAX_SAFE_INTEGER) / params.limit);
 
 /**
  * The page of pageQuery in two steps, when pageCandidatesQuery left an event unread: the

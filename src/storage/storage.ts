@@ -85,6 +85,22 @@ export interface EventRecord {
 }
 
 /**
+ * Where a transport may keep what it writes of a record an engine shares between reads
+ * (sqlite/recent-events.ts): such a record never changes. Not enumerable, so the record
+ * still equals, copies and serialises as the plain record it is.
+ */
+export const WRITTEN = Symbol('written');
+
+export type SharedEventRecord = EventRecord & { [WRITTEN]: Uint8Array | undefined };
+
+/** Makes `record` (a record the caller just made and hands over) one that reads may share. */
+export function shareEventRecord(record: EventRecord): SharedEventRecord {
+  return Object.defineProperty(record, WRITTEN, { value: undefined, writable: true }) as SharedEventRecord;
+}
+
+export const isSharedEventRecord = (record: EventRecord): record is SharedEventRecord => WRITTEN in record;
+
+/**
  * Which deliveries an idempotency key is matched among (docs/api.md §3): those that came
  * over HTTP (the inbox, raw capture, MCP) or those that came by email. A key never finds an
  * event of the other scope, so an inbox URL cannot read an email by its Message-ID.

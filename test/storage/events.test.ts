@@ -188,6 +188,66 @@ await forEachStorage('events', (storage, engine, opened) => {
     }
   });
 
+  // SQLite keeps the events of pages it read and reads again only what can change of them
+  // (sqlite/recent-events.ts): what changed since must show all the same.
+  test('a page read again shows what changed since: acknowledgements, events added, events removed', async () => {
+    const id = await newAddress(storage());
+    await appendMany(storage(), id, ['1', '2', '3', '4']);
+    const page = (after: number, unacked = false) =>
+      storage().listEvents({ addressId: id, after, limit: 10, filter: { unacked } });
+    const first = await page(0);
+    assert.deepEqual(
+      first.events.map((e) => [e.sequence, e.acknowledgedAt]),
+      [
+        [1, null],
+        [2, null],
+        [3, null],
+        [4, null],
+      ],
+    );
+    assert.equal(await storage().ackUpTo(id, 2, 5000), 2);
+    await appendMany(storage(), id, ['5', '6']);
+    const again = await page(0);
+    assert.deepEqual(
+      again.events.map((e) => [e.sequence, e.dataJson, e.acknowledgedAt]),
+      [
+        [1, '1', 5000],
+        [2, '2', 5000],
+        [3, '3', null],
+        [4, '4', null],
+        [5, '5', null],
+        [6, '6', null],
+      ],
+    );
+    assert.equal(again.latestSequence, 6);
+    assert.deepEqual(
+      (await page(0, true)).events.map((e) => e.sequence),
+      [3, 4, 5, 6],
+    );
+    // Held, then acknowledged one by one: the page says so, and an event held whole is the same record.
+    assert.ok(await storage().ackEvent(id, again.events[3].id, 6000));
+    const third = await page(2);
+    assert.deepEqual(
+      third.events.map((e) => [e.sequence, e.acknowledgedAt]),
+      [
+        [3, null],
+        [4, 6000],
+        [5, null],
+        [6, null],
+      ],
+    );
+    assert.deepEqual({ ...third.events[0] }, { ...again.events[2] });
+    // The oldest acknowledged events make room for new ones: gone from every page after.
+    for (const dataJson of ['7', '8']) {
+      const result = await storage().appendEvent({ event: appendInput(id, { dataJson }), capacity: 6 });
+      assert.equal(result.status, 'created');
+    }
+    assert.deepEqual(
+      (await page(0)).events.map((e) => e.sequence),
+      [3, 4, 5, 6, 7, 8],
+    );
+  });
+
   test('pages: the unacked filter keeps only unacknowledged events; hasMore counts only those', async () => {
     const id = await newAddress(storage());
     await appendMany(storage(), id, ['1', '2', '3', '4', '5']);

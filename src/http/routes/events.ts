@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { errors } from '../../core/errors.js';
 import { WAITER_RETRY_AFTER_SECONDS } from '../../core/limits.js';
 import { eventFilter } from '../../core/event-filter.js';
-import { isLastPart, pageJson, pageJsonInParts } from '../../core/wire.js';
+import { isLastPart, pageBody, pageJsonInParts } from '../../core/wire.js';
 import { decodeJsonBody } from '../body.js';
 import { dropWhenStalled } from '../stall-watch.js';
 import {
@@ -115,9 +115,9 @@ export async function eventRoutes(app: FastifyInstance): Promise<void> {
           request.log.info('events page dropped: its reader took nothing for the slow-reader timeout');
         });
         reply.type('application/json; charset=utf-8');
-        // A page whose first part is all of it (most are) goes as one string; a larger one
-        // streams, piece by piece as the client takes them.
-        if (isLastPart(page, page.records.length, limit)) return reply.send(pageJson(page));
+        // A page whose first part is all of it (most are) goes at once; a larger one streams,
+        // piece by piece as the client takes them.
+        if (isLastPart(page, page.records.length, limit)) return reply.send(pageBody(page));
         const pieces = pageJsonInParts(
           page,
           limit,

@@ -107,6 +107,8 @@ export interface SqliteOptions {
   synchronous?: Synchronous;
   /** Turn group commit off (one transaction per append) for comparison in benchmarks. */
   groupCommit?: boolean;
+  /** What the events read lately may hold (recent-events.ts); 0 keeps none, for comparison in benchmarks. */
+  recentEventBytes?: number;
   /** Told if the writer thread stops unexpectedly (every write fails from then on, /readyz too). */
   logger?: Pick<Logger, 'fatal'>;
 }
@@ -168,7 +170,7 @@ export class SqliteStorage implements Storage {
         addresses: new AddressReads(db),
         viewTokens: new ViewTokenReads(db),
         senders: new SenderReads(db),
-        events: new EventReads(db),
+        events: new EventReads(db, options.recentEventBytes),
         callbacks: new CallbackReads(db),
         emailPart: prepareEmailPartRead(db),
         ping: db.prepare('SELECT 1'),
@@ -244,6 +246,7 @@ export class SqliteStorage implements Storage {
   }
 
   async deleteAddress(id: string): Promise<boolean> {
+    this.reads.events.forget(id);
     // Appends queued before the delete land first, then go with it.
     return this.forgetAround(id, this.call('deleteAddress', id));
   }

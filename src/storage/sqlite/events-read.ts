@@ -7,15 +7,18 @@ import {
   latestSequenceQuery,
   pageCandidatesQuery,
   pageCut,
+  pageKeysQuery,
   pageQuery,
   pageRangeQuery,
   pageSizesQuery,
+  smallEventBytes,
   scannedPageFromArrays,
   type PageDialect,
 } from '../page-query.js';
 import type { AckRecord, EventPageRecord, EventRecord, ListAcknowledgedParams, ListEventsParams } from '../storage.js';
 import { pageEventFromArray, pageEventLeftUnread } from '../tables.js';
 import { KEY_OF_ID } from './migrations.js';
+import { RecentEvents } from './recent-events.js';
 
 const DIALECT: PageDialect = {
   placeholder: () => '?',
@@ -33,14 +36,21 @@ const DIALECT: PageDialect = {
 
 /** Prepared page statements kept, one per distinct text (a combination of filters). */
 const PAGE_STATEMENTS = 64;
+/** What the events read lately may hold (recent-events.ts), counted roughly in bytes. */
+export const RECENT_EVENT_BYTES = 8 * 1024 * 1024;
 
 export class EventReads {
   private readonly sql;
   private readonly pages = new Map<string, Database.Statement<unknown[], unknown[]>>();
   /** readPage in a read transaction: its scans see one snapshot. */
   private readonly rangedPage: (params: ListEventsParams) => EventPageRecord;
+  private readonly recent: RecentEvents;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Database.Database,
+    recentEventBytes = RECENT_EVENT_BYTES,
+  ) {
+    this.recent = new RecentEvents(recentEventBytes);
     const latest = latestSequenceQuery(DIALECT, '');
     this.sql = {
       countEvents: db.prepare<[string], { n: number }>(
@@ -62,7 +72,8 @@ export class EventReads {
    * Rows are read as arrays (raw mode), in the page query's column order: better-sqlite3
    * builds an array per row more cheaply than an object. A page without a filter on content
    * is read in one range scan (page-query.ts pageCandidatesQuery), or in two when it holds a
-   * larger event, in one read transaction.
+   * larger event, in one read transaction; of events read before, only what can change is
+   * read again (recent-events.ts).
    */
   list(params: ListEventsParams): EventPageRecord {
     if (filtersContent(params.filter)) {
@@ -73,15 +84,40 @@ export class EventReads {
   }
 
   private readPage(params: ListEventsParams): EventPageRecord {
-    const scan = pageCandidatesQuery(DIALECT, params);
-    const candidates = this.statement(scan.text).all(...scan.values);
-    const kept = Math.min(candidates.length, params.limit);
+    const small = smallEventBytes(params);
     const events: EventRecord[] = [];
+    const held = this.recent.of(params.addressId);
+    if (held !== undefined) {
+      const keys = pageKeysQuery(DIALECT, params);
+      const rows = this.statement(keys.text).all(...keys.values) as [number, number | null, number][];
+      const kept = Math.min(rows.length, params.limit);
+      for (let i = 0; i < kept; i++) {
+        const [sequence, acknowledgedAt, size] = rows[i];
+        if (size > small) return this.readPageBySize(params);
+        let record = held.get(sequence);
+        if (record === undefined) break;
+        if (record.acknowledgedAt !== acknowledgedAt) record = this.recent.keep({ ...record, acknowledgedAt });
+        events.push(record);
+      }
+      if (events.length === kept)
+        return { events, hasMore: rows.length > kept, latestSequence: this.latest(params.addressId) };
+    }
+    // The rest of the page (all of it, or past the events held) with its text, kept for next time.
+    const after = events.length > 0 ? events[events.length - 1].sequence : params.after;
+    const rest = { ...params, after, limit: params.limit - events.length };
+    const scan = pageCandidatesQuery(DIALECT, rest, small);
+    const candidates = this.statement(scan.text).all(...scan.values);
+    const kept = Math.min(candidates.length, rest.limit);
     for (let i = 0; i < kept; i++) {
       if (pageEventLeftUnread(candidates[i])) return this.readPageBySize(params);
-      events.push(pageEventFromArray(candidates[i], params.addressId));
+      events.push(this.recent.keep(pageEventFromArray(candidates[i], params.addressId)));
     }
     return { events, hasMore: candidates.length > kept, latestSequence: this.latest(params.addressId) };
+  }
+
+  /** Drops what is held of an address (it is gone). */
+  forget(addressId: string): void {
+    this.recent.forget(addressId);
   }
 
   /** The page in two range scans: the sizes of the candidates, then the events pageCut kept. */
