@@ -133,11 +133,11 @@ export function pageQuery(dialect: PageDialect, params: ListEventsParams): Built
  * The page of pageQuery in one range scan, for an engine where a statement is a call rather
  * than a round trip (SQLite, whose plan for pageQuery's window and IN costs several times a
  * range scan): the `limit + 1` candidates, each with its stored text only when its size
- * (size_bytes, storage.ts eventSize, at least the bytes a page counts) is at most `small`,
- * `maxBytes / limit` unless told. When every one of the first `limit` came with its text, no byte bound
- * can cut the page, and the scan held at most about maxBytes of text; otherwise the page is
- * read in two steps (pageSizesQuery). Columns: PAGE_EVENT_NAMES, data and metadata NULL when
- * left unread.
+ * (size_bytes, storage.ts eventSize, at least the bytes a page counts) is at most `small`
+ * (smallEventBytes unless told). When every one of the first `limit` came with its text, no
+ * byte bound can cut the page, and the scan held at most about maxBytes of text; otherwise
+ * the page is read in two steps (pageSizesQuery). Columns: PAGE_EVENT_NAMES, data and
+ * metadata NULL when left unread.
  */
 export function pageCandidatesQuery(
   dialect: PageDialect,
@@ -171,7 +171,7 @@ export function pageKeysQuery(dialect: PageDialect, params: ListEventsParams): B
   return { text, values };
 }
 
-/** The size up to which pageCandidatesQuery reads an event's text: no page of such events is cut by bytes. */
+/** maxBytes / limit: no page of events each at most this size can be cut by bytes. */
 export const smallEventBytes = (params: ListEventsParams): number =>
   Math.floor((params.maxBytes ?? Number.MAX_SAFE_INTEGER) / params.limit);
 

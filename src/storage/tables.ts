@@ -148,8 +148,8 @@ export const EVENTS = table<EventRecord>('events', {
   acknowledgedAt: optionalBigint('acknowledged_at'),
 });
 /**
- * The columns a page reads of each event (page-query.ts pageCandidatesQuery, pageRangeQuery): EVENTS' but
- * address_id, which the page knows.
+ * The columns a page reads of each event (page-query.ts pageCandidatesQuery, pageRangeQuery):
+ * EVENTS' but address_id, which the page knows.
  */
 export const PAGE_EVENT_NAMES = EVENTS.names.filter((name) => name !== 'address_id');
 const columnsAt = (names: readonly string[]) =>

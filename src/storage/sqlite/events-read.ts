@@ -37,7 +37,7 @@ const DIALECT: PageDialect = {
 /** Prepared page statements kept, one per distinct text (a combination of filters). */
 const PAGE_STATEMENTS = 64;
 /** What the events read lately may hold (recent-events.ts), counted roughly in bytes. */
-export const RECENT_EVENT_BYTES = 8 * 1024 * 1024;
+const RECENT_EVENT_BYTES = 8 * 1024 * 1024;
 
 export class EventReads {
   private readonly sql;

@@ -71,7 +71,7 @@ export class RecentEvents {
   }
 }
 
-/** An entry's strings, counted twice: the text written of it (SharedEventRecord.written) is about as long again. */
+/** An entry's strings, counted twice: what is written of it (storage.ts WRITTEN) is about as long again. */
 const sizeOf = (record: EventRecord): number =>
   ENTRY_OVERHEAD +
   2 *
