@@ -119,3 +119,31 @@ test('pages read with events kept say what a reader keeping nothing says, throug
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// A reader that follows an address (it read a page of it) gets the events committed since
+// from memory: the record the append answered with is the one the next page holds.
+test('an event committed to an address being read is kept; one to an address no one reads is not', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'roost-recent-'));
+  const storage = new SqliteStorage(join(dir, 'roost.db'));
+  try {
+    const [followed, unread] = [addressRecord(), addressRecord()];
+    for (const address of [followed, unread]) assert.equal(await storage.insertAddress(address), 'ok');
+    const append = async (addressId: string) => {
+      const result = await storage.appendEvent({ event: appendInput(addressId, { dataJson: '1' }), capacity: 10 });
+      assert.equal(result.status, 'created');
+      return result.status === 'created' ? result.event : assert.fail();
+    };
+    const page = (addressId: string, after: number) => storage.listEvents({ addressId, after, limit: 10 });
+    await append(followed.id);
+    assert.equal((await page(followed.id, 0)).events.length, 1);
+    const next = await append(followed.id);
+    assert.ok(isSharedEventRecord(next));
+    assert.equal((await page(followed.id, 1)).events[0], next);
+    const other = await append(unread.id);
+    assert.equal(isSharedEventRecord(other), false);
+    assert.notEqual((await page(unread.id, 0)).events[0], other);
+  } finally {
+    await storage.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

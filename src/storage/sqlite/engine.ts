@@ -324,9 +324,10 @@ export class SqliteStorage implements Storage {
       (outcomes) =>
         batch.forEach((item, i) => {
           const outcome = outcomes[i];
-          if (typeof outcome === 'number')
-            item.resolve({ status: 'created', event: insertedEvent(item.input, item.id, outcome) });
-          else if (outcome.status === 'failed') item.reject(fromWire(outcome.error));
+          if (typeof outcome === 'number') {
+            const event = this.reads.events.appended(insertedEvent(item.input, item.id, outcome));
+            item.resolve({ status: 'created', event });
+          } else if (outcome.status === 'failed') item.reject(fromWire(outcome.error));
           else item.resolve(outcome);
         }),
       // The COMMIT failed, or the writer is gone: nothing in the batch is durable.

@@ -115,6 +115,14 @@ export class EventReads {
     return { events, hasMore: candidates.length > kept, latestSequence: this.latest(params.addressId) };
   }
 
+  /**
+   * An event just committed: kept when its address's events are (a reader follows it), so
+   * that the read a delivery wakes takes it from memory. Returns the record to answer with.
+   */
+  appended(record: EventRecord): EventRecord {
+    return this.recent.holds(record.addressId) ? this.recent.keep(record) : record;
+  }
+
   /** Drops what is held of an address (it is gone). */
   forget(addressId: string): void {
     this.recent.forget(addressId);

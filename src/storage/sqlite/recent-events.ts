@@ -1,8 +1,9 @@
-// Events read lately, kept on the event loop so that reading them again takes from SQLite
-// only what can change: which events a page holds and their acknowledged_at. The rest of an
-// event never changes once committed, and (address id, sequence) never names another event:
-// address ids are random and never reused, sequences never go back (migration 2). So an
-// entry needs no invalidation; one whose event is gone is simply never asked for again.
+// Events read lately, and those committed since to the same addresses, kept on the event
+// loop so that reading them (again) takes from SQLite only what can change: which events a
+// page holds and their acknowledged_at. The rest of an event never changes once committed,
+// and (address id, sequence) never names another event: address ids are random and never
+// reused, sequences never go back (migration 2). So an entry needs no invalidation; one
+// whose event is gone is simply never asked for again.
 import { shareEventRecord, type EventRecord, type SharedEventRecord } from '../storage.js';
 
 /** What an entry is counted as beyond its strings: the record, its Map slot, the strings' headers. */
@@ -29,6 +30,11 @@ export class RecentEvents {
     this.addresses.delete(addressId);
     this.addresses.set(addressId, held);
     return held.events;
+  }
+
+  /** Whether events of this address are held (without making it the most recently read). */
+  holds(addressId: string): boolean {
+    return this.addresses.has(addressId);
   }
 
   /**
