@@ -224,7 +224,7 @@ await forEachStorage('events', (storage, engine, opened) => {
       (await page(0, true)).events.map((e) => e.sequence),
       [3, 4, 5, 6],
     );
-    // Held, then acknowledged one by one: the page says so, and an event held whole is the same record.
+    // Acknowledged one by one once held: the page says so, and an event not acknowledged reads the same.
     assert.ok(await storage().ackEvent(id, again.events[3].id, 6000));
     const third = await page(2);
     assert.deepEqual(
