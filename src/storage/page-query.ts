@@ -130,26 +130,15 @@ export function pageQuery(dialect: PageDialect, params: ListEventsParams): Built
 }
 
 /**
- * The page of pageQuery in one range scan, for an engine where a statement is a call rather
- * than a round trip (SQLite, whose plan for pageQuery's window and IN costs several times a
- * range scan): the `limit + 1` candidates, each with its stored text only when its size
- * (size_bytes, storage.ts eventSize, at least the bytes a page counts) is at most `small`
- * (smallEventBytes unless told). When every one of the first `limit` came with its text, no
- * byte bound can cut the page, and the scan held at most about maxBytes of text; otherwise
- * the page is read in two steps (pageSizesQuery). Columns: PAGE_EVENT_NAMES, data and
- * metadata NULL when left unread.
+ * The `limit + 1` events past the cursor that the page's filters keep, in order: the one
+ * range scan that SQLite's page queries below share, each with its own columns (`select`
+ * binds its values first, as they come first in the text).
  */
-export function pageCandidatesQuery(
-  dialect: PageDialect,
-  params: ListEventsParams,
-  small = smallEventBytes(params),
-): BuiltQuery {
+function candidatesQuery(dialect: PageDialect, params: ListEventsParams, select: (bind: Bind) => string): BuiltQuery {
   const { bind, values } = new Binder(dialect);
-  const columns = PAGE_EVENT_NAMES.map((name) =>
-    name === 'data' || name === 'metadata' ? `CASE WHEN size_bytes <= ${bind(small)} THEN ${name} END` : name,
-  );
+  const columns = select(bind);
   const text = `
-    SELECT ${columns.join(', ')}
+    SELECT ${columns}
     FROM events
     WHERE ${dialect.ofAddress(bind(params.addressId))} AND sequence > ${bind(params.after)}${conditions(params.filter, bind, dialect, () => true)}
     ORDER BY sequence LIMIT ${bind(params.limit + 1)}`;
@@ -157,19 +146,33 @@ export function pageCandidatesQuery(
 }
 
 /**
+ * The page of pageQuery in one range scan, for an engine where a statement is a call rather
+ * than a round trip (SQLite, whose plan for pageQuery's window and IN costs several times a
+ * range scan): the candidates, each with its stored text only when its size (size_bytes,
+ * storage.ts eventSize, at least the bytes a page counts) is at most `small`
+ * (smallEventBytes unless told). When every one of the first `limit` came with its text, no
+ * byte bound can cut the page, and the scan held at most about maxBytes of text; otherwise
+ * the page is read in two steps (pageSizesQuery). Columns: PAGE_EVENT_NAMES, data and
+ * metadata NULL when left unread.
+ */
+export const pageCandidatesQuery = (
+  dialect: PageDialect,
+  params: ListEventsParams,
+  small = smallEventBytes(params),
+): BuiltQuery =>
+  candidatesQuery(dialect, params, (bind) =>
+    PAGE_EVENT_NAMES.map((name) =>
+      name === 'data' || name === 'metadata' ? `CASE WHEN size_bytes <= ${bind(small)} THEN ${name} END` : name,
+    ).join(', '),
+  );
+
+/**
  * pageCandidatesQuery for a reader that holds the events' text already (sqlite/recent-events.ts):
  * the same candidates, only what can change of them. Columns: sequence, acknowledged_at,
  * size_bytes.
  */
-export function pageKeysQuery(dialect: PageDialect, params: ListEventsParams): BuiltQuery {
-  const { bind, values } = new Binder(dialect);
-  const text = `
-    SELECT sequence, acknowledged_at, size_bytes
-    FROM events
-    WHERE ${dialect.ofAddress(bind(params.addressId))} AND sequence > ${bind(params.after)}${conditions(params.filter, bind, dialect, () => true)}
-    ORDER BY sequence LIMIT ${bind(params.limit + 1)}`;
-  return { text, values };
-}
+export const pageKeysQuery = (dialect: PageDialect, params: ListEventsParams): BuiltQuery =>
+  candidatesQuery(dialect, params, () => 'sequence, acknowledged_at, size_bytes');
 
 /** maxBytes / limit: no page of events each at most this size can be cut by bytes. */
 export const smallEventBytes = (params: ListEventsParams): number =>
@@ -180,15 +183,8 @@ export const smallEventBytes = (params: ListEventsParams): number =>
  * sizes of the candidates, then, once pageCut has chosen, the events kept as one range.
  * Read in one transaction, they are one snapshot. Columns: sequence, size.
  */
-export function pageSizesQuery(dialect: PageDialect, params: ListEventsParams): BuiltQuery {
-  const { bind, values } = new Binder(dialect);
-  const text = `
-    SELECT sequence, octet_length(data) + coalesce(octet_length(metadata), 0) AS size
-    FROM events
-    WHERE ${dialect.ofAddress(bind(params.addressId))} AND sequence > ${bind(params.after)}${conditions(params.filter, bind, dialect, () => true)}
-    ORDER BY sequence LIMIT ${bind(params.limit + 1)}`;
-  return { text, values };
-}
+export const pageSizesQuery = (dialect: PageDialect, params: ListEventsParams): BuiltQuery =>
+  candidatesQuery(dialect, params, () => 'sequence, octet_length(data) + coalesce(octet_length(metadata), 0) AS size');
 
 /** How many of the candidates pageSizesQuery read a page keeps: `limit` at most, the first always, then each within maxBytes. */
 export function pageCut(sizes: ReadonlyArray<readonly unknown[]>, params: ListEventsParams): number {
