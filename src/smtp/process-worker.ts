@@ -4,6 +4,7 @@
 // questions go back to the event loop, which answers, counts and times them; the answers are
 // kept a minute (dns-answers.ts), so mail from a domain just seen asks nothing again.
 import { parentPort } from 'node:worker_threads';
+import { ownBytes } from '../core/records.js';
 import { authenticate, type AuthenticationSummary } from './authenticate.js';
 import { DnsAnswers, type DnsOutcome } from './dns-answers.js';
 import { extractHints, type Extracted } from './extract.js';
@@ -30,9 +31,12 @@ export type DnsAnswer = { op: 'dns-answer'; lookup: number } & DnsOutcome;
 
 export type ParsedWithHints = ParsedEmail & { extracted: Extracted };
 
+/** A ParsedWithHints as it crosses postMessage, which turns Buffers into Uint8Arrays. */
+type ParsedReport = Omit<ParsedWithHints, 'attachmentBytes'> & { attachmentBytes: Uint8Array[] };
+
 export type WorkerReport =
   | { op: 'ready'; id: 0 }
-  | { op: 'parsed'; id: number; parsed: ParsedWithHints }
+  | { op: 'parsed'; id: number; parsed: ParsedReport }
   | { op: 'authenticated'; id: number; summary: AuthenticationSummary | null; error?: string }
   | { op: 'dns'; id: number; lookup: number; name: string; rrtype: string };
 
@@ -61,7 +65,8 @@ async function run(job: EmailJob): Promise<void> {
     html: parsed.data.html,
     listUnsubscribe: Array.isArray(listUnsubscribe) ? listUnsubscribe.join(', ') : listUnsubscribe,
   });
-  post({ op: 'parsed', id: job.id, parsed: { ...parsed, extracted } });
+  const attachmentBytes = parsed.attachmentBytes.map(ownBytes);
+  post({ op: 'parsed', id: job.id, parsed: { ...parsed, attachmentBytes, extracted } });
   const resolver = (name: string, rrtype: string) => {
     const known = answers.get(name, rrtype, Date.now());
     if (known) return known.ok ? Promise.resolve(known.value) : Promise.reject(dnsError(known));

@@ -9,6 +9,7 @@
 import { promises as dns } from 'node:dns';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import { ownBytes } from '../core/records.js';
 import { unverified, type AuthenticationSummary, type DnsResolver } from './authenticate.js';
 import type { ParseLimits } from './parse.js';
 import type { DnsAnswer, EmailJob, ParsedWithHints, WorkerReport } from './process-worker.js';
@@ -197,7 +198,7 @@ export class EmailProcessor {
         job.timers.push(setTimeout(() => this.overrun(slot, job, 'authentication'), Math.min(1_000, deadlineMs)));
       }, deadlineMs),
     );
-    const message: EmailJob = { op: 'job', id: job.id, ...job.input, limits };
+    const message: EmailJob = { op: 'job', id: job.id, ...job.input, raw: ownBytes(job.input.raw), limits };
     worker.postMessage(message);
   }
 

@@ -9,6 +9,7 @@ import { makeRoom, type Evictable } from '../append-policy.js';
 import { firstKeyOf, KEYS_PER_MS, LOW_KEYS } from '../event-ids.js';
 import { EVENTS, insertedEvent, placeholders } from '../tables.js';
 import { eventSize, type AppendInput, type EmailPart, type EventRecord, type KeyScope } from '../storage.js';
+import { ownBytes } from '../own-bytes.js';
 import { SqliteEmailPartWrites } from './email-parts.js';
 
 /** What one append came to; `created` carries only the sequence (the caller holds the rest). */
@@ -34,7 +35,8 @@ const PARTS = CAPACITY + 3;
 
 export const toAppendTuple = (input: AppendInput, eventId: string, capacity: number, maxBytes = 0): AppendTuple => {
   const tuple = EVENTS.values(insertedEvent(input, eventId, 0), 'sqlite');
-  tuple.push(capacity, maxBytes, input.keyScope, input.parts ?? null);
+  const parts = input.parts?.map((part) => ({ ...part, bytes: ownBytes(part.bytes) })) ?? null;
+  tuple.push(capacity, maxBytes, input.keyScope, parts);
   return tuple;
 };
 
