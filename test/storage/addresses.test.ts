@@ -50,6 +50,24 @@ await forEachStorage('addresses', (storage) => {
     assert.equal(await storage().getAddressBySlug('no-such-slug', Date.now()), null);
   });
 
+  test('look-ups made together each see the address as it stands at their own time', async () => {
+    const now = Date.now();
+    const expiring = await stored(storage(), { expiresAt: now + 1000 });
+    const lasting = await stored(storage());
+    // Asked in one turn: PostgreSQL answers them with one statement.
+    const found = await Promise.all([
+      storage().getAddress(expiring.id, now),
+      storage().getAddress(expiring.id, now + 1000),
+      storage().getAddress('addr_unknown', now),
+      storage().getAddress(lasting.id, now + 1000),
+      storage().getAddress(expiring.id, now + 999),
+    ]);
+    assert.deepEqual(
+      found.map((address) => address?.id ?? null),
+      [expiring.id, null, null, lasting.id, expiring.id],
+    );
+  });
+
   test('a slug already taken is reported, not thrown', async () => {
     const address = await stored(storage());
     assert.equal(await storage().insertAddress(addressRecord({ slug: address.slug })), 'slug_taken');

@@ -18,12 +18,10 @@ const SQL = namedStatements('address', {
   insert: `INSERT INTO addresses (${NEW_ADDRESS_COLUMNS}) VALUES (${placeholders('postgres', NEW_ADDRESS_FIELDS.length)})`,
   // Columns named, not *: a prepared statement whose result columns change (a later
   // migration run by another instance during a rolling deploy) fails until re-prepared.
-  // The n-th row answers the n-th (id, now) pair; a pair without a row found nothing live.
-  byIds: `
-    SELECT ${ADDRESSES.list}, wanted.n::int AS n
-    FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS wanted(address_id, at, n)
-    JOIN addresses ON addresses.id = wanted.address_id
-    WHERE addresses.expires_at IS NULL OR addresses.expires_at > wanted.at`,
+  // `= ANY` rather than a join on unnest: the planner sizes unnest by the array it is
+  // given, so each batch of another size was planned anew; this one keeps a generic plan.
+  // Each look-up's expiry is checked against its own time by the caller (lookUp).
+  byIds: `SELECT ${ADDRESSES.list} FROM addresses WHERE id = ANY($1::text[])`,
   bySlug: `SELECT ${ADDRESSES.list} FROM addresses WHERE slug = $1 AND ${LIVE}`,
   // Events go with it (ON DELETE CASCADE). The DELETE waits for the address row lock that
   // a racing append holds, so that append's event is deleted too; an append that comes
@@ -94,13 +92,18 @@ export class PgAddresses {
 
   private async lookUp(batch: QueuedLookup[]): Promise<void> {
     try {
-      const { rows } = await this.db.query<{ n: number }>(SQL.byIds, [batch.map((l) => l.id), batch.map((l) => l.now)]);
-      const found = new Map<number, object>();
-      for (const row of rows) found.set(row.n, row);
-      batch.forEach((lookup, i) => {
-        const row = found.get(i + 1);
-        lookup.resolve(row ? ADDRESSES.fromRow(row) : null);
-      });
+      const { rows } = await this.db.query(SQL.byIds, [[...new Set(batch.map((l) => l.id))]]);
+      const found = new Map<string, AddressRecord>();
+      for (const row of rows) {
+        const address = ADDRESSES.fromRow(row);
+        found.set(address.id, address);
+      }
+      for (const lookup of batch) {
+        const address = found.get(lookup.id);
+        // Live at the look-up's own time, as LIVE says in SQL.
+        const live = address && (address.expiresAt === null || address.expiresAt > lookup.now);
+        lookup.resolve(live ? address : null);
+      }
     } catch (error) {
       for (const lookup of batch) lookup.reject(error);
     }
