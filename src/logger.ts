@@ -43,7 +43,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
  * stdout in blocks, flushed periodically, so that logging is not a write(2) per line.
  * Buffered lines are written at exit; a SIGKILL can lose the last flush interval of them.
  * The block holds each line's bytes: in text mode sonic-boom measured the whole pending
- * block again with every line (BENCHMARKS.md "The access log's block").
+ * block again with every line (BENCHMARKS.md, "The log's block").
  */
 function stdoutInBlocks(): DestinationStream {
   const blocks = pino.destination({
