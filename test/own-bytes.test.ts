@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, mock, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
+import nodemailer from 'nodemailer';
 import { EmailProcessor } from '../src/smtp/processor.js';
 import { ownBytes } from '../src/storage/own-bytes.js';
 import { toAppendTuple } from '../src/storage/sqlite/events-append.js';
@@ -80,27 +81,17 @@ test('a message goes to its email worker, and its attachments come back, as thei
     original.call(this, message);
   });
   try {
-    const raw = pooled(
-      [
-        'From: a@example.org',
-        'To: b@roost.test',
-        'Subject: with an attachment',
-        'MIME-Version: 1.0',
-        'Content-Type: multipart/mixed; boundary="b"',
-        '',
-        '--b',
-        'Content-Type: text/plain',
-        '',
-        'hello',
-        '--b',
-        'Content-Type: text/plain; name="note.txt"',
-        'Content-Disposition: attachment; filename="note.txt"',
-        '',
-        'a small attachment',
-        '--b--',
-        '',
-      ].join('\r\n'),
-    );
+    // Composed as a mailer would send it, then held as a pooled view, as the SMTP server holds a message.
+    const composed = await nodemailer
+      .createTransport({ streamTransport: true, buffer: true, newline: 'windows' })
+      .sendMail({
+        from: 'a@example.org',
+        to: 'b@roost.test',
+        subject: 'with an attachment',
+        text: 'hello',
+        attachments: [{ filename: 'note.txt', content: 'a small attachment' }],
+      });
+    const raw = pooled((composed.message as Buffer).toString('latin1'));
     const result = await processor.process({
       raw,
       ip: '127.0.0.1',
