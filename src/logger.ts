@@ -52,6 +52,7 @@ function stdoutInBlocks(): DestinationStream {
     minLength: 8 * 1024,
     periodicFlush: LOG_FLUSH_MS,
     contentMode: 'buffer',
+    // sonic-boom's types describe its text mode only: in buffer mode write takes bytes.
   }) as unknown as { write(bytes: Buffer): boolean; flush(done: (error?: Error) => void): void };
   const stream = {
     write: (line: string) => blocks.write(Buffer.from(line)),
