@@ -69,7 +69,7 @@ export interface BenchChild extends Ready {
   ask<T = unknown>(message: Record<string, unknown>): Promise<T>;
   /** Resident set size now (VmRSS), in MiB. */
   rssMiB(): number;
-  /** CPU time the process has used so far, user and system, in ms, by kind of thread: the event loop, worker threads, V8's helpers (GC, compiler), the rest. */
+  /** CPU time the process has used so far, user and system, in ms, by kind of thread: the event loop, Roost's named threads, other worker threads, V8's helpers (GC, compiler), the rest. */
   threadCpuMs(): ThreadCpu;
   /** Asks for a clean shutdown (so that a CPU profile is written), then waits for exit. */
   stop(): Promise<void>;
@@ -77,6 +77,11 @@ export interface BenchChild extends Ready {
 
 export interface ThreadCpu {
   eventLoop: number;
+  /** The SQLite writer thread. */
+  writer: number;
+  /** The email workers (parsing, SPF/DKIM/DMARC). */
+  email: number;
+  /** Worker threads of no name Roost gives (the baselines have none). */
   workers: number;
   v8: number;
   other: number;
@@ -97,10 +102,21 @@ export function perUnit(before: ThreadCpu, after: ThreadCpu, units: number): Cpu
   return { serverCpuMs: kinds.reduce((sum, k) => sum + serverThreadsMs[k], 0), serverThreadsMs };
 }
 
-/** "event loop 52 µs, worker threads 24 µs, V8's helpers 9 µs" of a CpuPerUnit. */
+/** "event loop 52 µs, SQLite writer 24 µs, V8's helpers 9 µs" of a CpuPerUnit: the kinds that used any. */
 export function threadsText({ serverThreadsMs: t }: CpuPerUnit): string {
   const us = (ms: number) => `${Math.round(ms * 1000)} µs`;
-  return `event loop ${us(t.eventLoop)}, worker threads ${us(t.workers)}, V8's helpers ${us(t.v8)}${t.other > 0 ? `, other ${us(t.other)}` : ''}`;
+  const kinds: Array<[string, number]> = [
+    ['event loop', t.eventLoop],
+    ['SQLite writer', t.writer],
+    ['email workers', t.email],
+    ['other worker threads', t.workers],
+    ["V8's helpers", t.v8],
+    ['other', t.other],
+  ];
+  return kinds
+    .filter(([name, ms]) => ms > 0 || name === 'event loop')
+    .map(([name, ms]) => `${name} ${us(ms)}`)
+    .join(', ');
 }
 
 /** utime + stime of a /proc …/stat line (its 14th and 15th fields), in ms at 100 clock ticks a second. */
@@ -109,9 +125,11 @@ export function statCpuMs(stat: string): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-/** What Node names its threads (/proc …/comm): MainThread, WorkerThread, V8Worker, DelayedTaskSche… */
+/** What Node names its threads (/proc …/comm): MainThread, WorkerThread, V8Worker, DelayedTaskSche…; Roost's workers by their names. */
 const THREAD_KINDS: Record<string, keyof ThreadCpu> = {
   MainThread: 'eventLoop',
+  'roost-writer': 'writer',
+  'roost-email': 'email',
   WorkerThread: 'workers',
   V8Worker: 'v8',
   DelayedTaskSche: 'v8',
@@ -174,7 +192,7 @@ export async function startChild(entry: string, options: ChildOptions = {}): Pro
       return kib / 1024;
     },
     threadCpuMs() {
-      const cpu: ThreadCpu = { eventLoop: 0, workers: 0, v8: 0, other: 0 };
+      const cpu: ThreadCpu = { eventLoop: 0, writer: 0, email: 0, workers: 0, v8: 0, other: 0 };
       for (const task of readdirSync(`/proc/${pid}/task`)) {
         try {
           const name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim();

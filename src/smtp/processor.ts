@@ -82,10 +82,14 @@ function systemResolver(): DnsResolver {
   return (name, rrtype) => resolver.resolve(name, rrtype);
 }
 
-/** Starts the worker from its module beside this one (its .ts source under tsx, which workers inherit). */
+/**
+ * Starts the worker from its module beside this one (its .ts source under tsx, which workers
+ * inherit). Named, so that `top -H` and /proc show it (Node 24 names the OS thread).
+ */
 function startWorker(): Worker {
   const here = import.meta.url;
-  return new Worker(new URL(here.endsWith('.ts') ? './process-worker.ts' : './process-worker.js', here));
+  const entry = new URL(here.endsWith('.ts') ? './process-worker.ts' : './process-worker.js', here);
+  return new Worker(entry, { name: 'roost-email' });
 }
 
 export class EmailProcessor {

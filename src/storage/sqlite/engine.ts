@@ -82,11 +82,14 @@ const ADDRESS_CACHE_SIZE = 20_000;
 /** Events one purge step removes: a few milliseconds of the writer, then appends go first. */
 const PURGE_STEP_EVENTS = 1000;
 
-/** Starts the writer thread from its module beside this one (its .ts source under tsx, which workers inherit). */
+/**
+ * Starts the writer thread from its module beside this one (its .ts source under tsx, which
+ * workers inherit). Named, so that `top -H` and /proc show it (Node 24 names the OS thread).
+ */
 function startWriter(options: WriterOptions): Worker {
   const here = import.meta.url;
   const entry = new URL(here.endsWith('.ts') ? './writer-thread.ts' : './writer-thread.js', here);
-  return new Worker(entry, { workerData: options });
+  return new Worker(entry, { workerData: options, name: 'roost-writer' });
 }
 
 /** A writer's error as the caller gets it: 503 for a full disk or an I/O error (errors.ts). */
