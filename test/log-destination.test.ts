@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-/** Runs `body` in a child process with `logger` = createLogger('info'); resolves once it exits. */
+/** Runs `body` in a child process with `logger` = createLogger('info'); resolves once its output has ended. */
 function runLogging(body: string, onLine?: (line: string) => void) {
   const script = `import { createLogger } from './src/logger.ts';\nconst logger = createLogger('info');\n${body}`;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
@@ -22,7 +22,8 @@ function runLogging(body: string, onLine?: (line: string) => void) {
     stdout = lines.pop()!;
     for (const line of lines) onLine?.(Buffer.from(line, 'latin1').toString('utf8'));
   });
-  return once(child, 'exit').then(([code]) => ({ code: code as number | null, rest: stdout }));
+  // 'close', not 'exit': at exit the child's last chunks of stdout may still be on their way.
+  return once(child, 'close').then(([code]) => ({ code: code as number | null, rest: stdout }));
 }
 
 test('lines are written whole and in order, UTF-8 intact, and those buffered at exit go out', async () => {
