@@ -68,6 +68,21 @@ await forEachStorage('addresses', (storage) => {
     );
   });
 
+  test('a slug read again finds the address as it stands: changed, expired, deleted, then another with the slug', async () => {
+    const now = Date.now();
+    const address = await stored(storage());
+    assert.deepEqual(await storage().getAddressBySlug(address.slug, now), address);
+    const renamed = await storage().updateAddress(address.id, { name: 'Renamed', expiresAt: now + HOUR }, now);
+    assert.deepEqual(await storage().getAddressBySlug(address.slug, now), renamed);
+    assert.equal(await storage().getAddressBySlug(address.slug, now + HOUR), null);
+    assert.equal(await storage().putSender(sender(address.id), now), true);
+    assert.equal((await storage().getAddressBySlug(address.slug, now))?.hasSender, true);
+    assert.equal(await storage().deleteAddress(address.id), true);
+    assert.equal(await storage().getAddressBySlug(address.slug, now), null);
+    const successor = await stored(storage(), { slug: address.slug });
+    assert.deepEqual(await storage().getAddressBySlug(address.slug, now), successor);
+  });
+
   test('a slug already taken is reported, not thrown', async () => {
     const address = await stored(storage());
     assert.equal(await storage().insertAddress(addressRecord({ slug: address.slug })), 'slug_taken');

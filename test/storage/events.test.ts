@@ -345,6 +345,24 @@ await forEachStorage('events', (storage, engine, opened) => {
     assert.equal(await storage().hasRoom(id, 2), true);
   });
 
+  test('hasRoom counts the events a queue holds, not the sequences it spans', async () => {
+    const id = await newAddress(storage());
+    await appendMany(storage(), id, ['1', '2', '3']);
+    const page = await storage().listEvents({ addressId: id, after: 0, limit: 10 });
+    assert.ok(await storage().ackEvent(id, page.events[1].id, Date.now()));
+    // Full at 3: the append makes room by evicting the acknowledged event, sequence 2.
+    const fourth = await storage().appendEvent({ event: appendInput(id, { dataJson: '4' }), capacity: 3 });
+    assert.equal(fourth.status, 'created');
+    const held = await storage().listEvents({ addressId: id, after: 0, limit: 10 });
+    assert.deepEqual(
+      held.events.map((event) => event.sequence),
+      [1, 3, 4],
+    );
+    // Sequences 1 to 4 span 4, but 3 events are held.
+    assert.equal(await storage().hasRoom(id, 4), true);
+    assert.equal(await storage().hasRoom(id, 3), false);
+  });
+
   test("email parts: stored with their event, read by the event's address only; a repeat adds the parts it lacks", async () => {
     const id = await newAddress(storage());
     const other = await newAddress(storage());

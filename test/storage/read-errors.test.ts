@@ -18,8 +18,9 @@ import { PostgresStorage } from '../../src/storage/postgres/engine.js';
 function reads(storage: Storage, addressId: string, slug: string, eventId: string) {
   const now = Date.now();
   return {
+    // An id and a slug that name nothing: an address found is kept in memory (SQLite).
     getAddress: () => storage.getAddress(`${addressId}x`, now),
-    getAddressBySlug: () => storage.getAddressBySlug(slug, now),
+    getAddressBySlug: () => storage.getAddressBySlug(`${slug}x`, now),
     getSender: () => storage.getSender(addressId),
     listViewTokens: () => storage.listViewTokens(addressId, now),
     findViewToken: () => storage.findViewToken(addressId, 'a'.repeat(64), now),

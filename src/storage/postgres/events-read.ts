@@ -27,11 +27,15 @@ const DIALECT: PageDialect = {
 };
 
 const SQL = namedStatements('events', {
+  // As the append decides: a queue holds at most as many events as its sequences span (two
+  // seeks in events_by_sequence), so only a span that reaches capacity needs the count. The
+  // answer holds whatever the order of evaluation; PostgreSQL runs a sub-select only when
+  // the OR reaches it.
   hasRoom: `
-    SELECT count(*) < $2 OR EXISTS (
-      SELECT 1 FROM events WHERE address_id = $1 AND acknowledged_at IS NOT NULL
-    ) AS room
-    FROM events WHERE address_id = $1`,
+    SELECT coalesce((SELECT max(sequence) FROM events WHERE address_id = $1)
+                  - (SELECT min(sequence) FROM events WHERE address_id = $1) + 1, 0) < $2
+        OR (SELECT count(*) FROM events WHERE address_id = $1) < $2
+        OR EXISTS (SELECT 1 FROM events WHERE address_id = $1 AND acknowledged_at IS NOT NULL) AS room`,
   // COALESCE keeps the first acknowledged_at (docs/api.md §4: acknowledging again is a no-op).
   ack: `
     UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $3)

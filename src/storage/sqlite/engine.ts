@@ -145,6 +145,12 @@ export class SqliteStorage implements Storage {
    * `now` on every hit, as the SQL does.
    */
   private readonly addressCache = new Map<string, AddressRecord>();
+  /**
+   * The id each slug named when last read (every email's recipient check asks by slug). A
+   * slug names one address for as long as that address exists, so while the address is
+   * cached the hint holds; once it is gone (deleted, purged, dropped) the slug is read again.
+   */
+  private readonly slugIds = new Map<string, string>();
   private readonly logger: SqliteOptions['logger'];
   /** Every read of the event loop's connection, by entity; each call goes through read(). */
   private readonly reads;
@@ -237,15 +243,26 @@ export class SqliteStorage implements Storage {
     const cached = this.addressCache.get(id);
     if (cached) return cached.expiresAt === null || cached.expiresAt > now ? cached : null;
     const found = read(() => this.reads.addresses.byId(id, now));
-    if (!found) return null;
-    const record = Object.freeze(found);
-    if (this.addressCache.size >= ADDRESS_CACHE_SIZE) this.addressCache.delete(this.addressCache.keys().next().value!);
-    this.addressCache.set(id, record);
-    return record;
+    return found && this.cacheAddress(found);
   }
 
   async getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null> {
-    return read(() => this.reads.addresses.bySlug(slug, now));
+    const hinted = this.slugIds.get(slug);
+    const cached = hinted === undefined ? undefined : this.addressCache.get(hinted);
+    if (cached) return cached.expiresAt === null || cached.expiresAt > now ? cached : null;
+    const found = read(() => this.reads.addresses.bySlug(slug, now));
+    if (!found) return null;
+    if (this.slugIds.size >= ADDRESS_CACHE_SIZE) this.slugIds.delete(this.slugIds.keys().next().value!);
+    this.slugIds.set(slug, found.id);
+    return this.cacheAddress(found);
+  }
+
+  /** Keeps an address just read; the oldest kept goes first. */
+  private cacheAddress(found: AddressRecord): AddressRecord {
+    const record = Object.freeze(found);
+    if (this.addressCache.size >= ADDRESS_CACHE_SIZE) this.addressCache.delete(this.addressCache.keys().next().value!);
+    this.addressCache.set(record.id, record);
+    return record;
   }
 
   async deleteAddress(id: string): Promise<boolean> {

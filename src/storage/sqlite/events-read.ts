@@ -53,6 +53,14 @@ export class EventReads {
     this.recent = new RecentEvents(recentEventBytes);
     const latest = latestSequenceQuery(DIALECT, '');
     this.sql = {
+      // Each MIN/MAX is one seek in events_by_sequence; null for an empty queue.
+      span: db
+        .prepare<[string], number | null>(
+          `SELECT (SELECT MAX(sequence) FROM events WHERE address_key = addresses.key)
+                - (SELECT MIN(sequence) FROM events WHERE address_key = addresses.key) + 1
+           FROM addresses WHERE id = ?`,
+        )
+        .pluck(),
       countEvents: db.prepare<[string], { n: number }>(
         `SELECT COUNT(*) AS n FROM events WHERE address_key = ${KEY_OF_ID}`,
       ),
@@ -166,6 +174,10 @@ export class EventReads {
 
   /** Whether one more event could be accepted now (not full of unacknowledged events). */
   hasRoom(addressId: string, capacity: number): boolean {
+    // As the writer decides (events-append.ts): a queue holds at most as many events as its
+    // sequences span, so only a span that reaches capacity needs the count.
+    const span = this.sql.span.get(addressId);
+    if (span === null || span === undefined || span < capacity) return true;
     return this.sql.countEvents.get(addressId)!.n < capacity || this.sql.anyAcknowledged.get(addressId) !== undefined;
   }
 }
