@@ -385,6 +385,12 @@ export function loadConfig(env: Env = {}): Config {
   if (secretKeyText !== undefined && !secretKey)
     throw new ConfigError('ROOST_SECRET_KEY must be 32 bytes in base64 (openssl rand -base64 32) or 64 hex digits');
   const dbPath = env.ROOST_DB || './data/roost.db';
+  // A URL would be taken as a relative path: a file under a directory named "postgres:".
+  // The URL itself is not repeated: it may carry a password.
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(dbPath)?.[1].toLowerCase();
+  if (scheme === 'postgres' || scheme === 'postgresql')
+    throw new ConfigError('ROOST_DB is the SQLite file; a postgres:// URL goes in DATABASE_URL');
+  if (scheme !== undefined) throw new ConfigError(`ROOST_DB must be a file path, not a ${scheme}:// URL`);
   const isHostname = (name: string) => /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(name) && name.length <= 253;
   const machineName = defaultSmtpHostname(env.ROOST_BASE_URL).toLowerCase();
   const smtpHostname = env.ROOST_SMTP_HOSTNAME?.toLowerCase() || (isHostname(machineName) ? machineName : 'localhost');

@@ -177,6 +177,26 @@ describe('configuration', () => {
     });
   }
 
+  it('refuses a URL as ROOST_DB, the SQLite file, without repeating it', () => {
+    for (const [value, hint] of [
+      ['postgres://roost:hunter2@db.internal/roost', 'DATABASE_URL'],
+      ['postgresql://roost:hunter2@db.internal/roost', 'DATABASE_URL'],
+      ['file:///var/lib/roost/hunter2.db', 'file path'],
+    ]) {
+      assert.throws(
+        () => loadConfig({ ROOST_DB: value }),
+        (error: unknown) =>
+          error instanceof ConfigError &&
+          error.message.includes('ROOST_DB') &&
+          error.message.includes(hint) &&
+          !error.message.includes('hunter2'),
+      );
+    }
+    // Paths, relative or not, even with a colon in them.
+    for (const path of ['data/roost.db', '/var/lib/roost/roost.db', './a:b/roost.db'])
+      assert.equal(loadConfig({ ROOST_DB: path }).dbPath, path);
+  });
+
   it('refuses a default lifetime above the cap', () => {
     assert.throws(() => loadConfig({ ROOST_DEFAULT_TTL_SECONDS: '600', ROOST_MAX_TTL_SECONDS: '60' }), ConfigError);
   });
