@@ -53,7 +53,7 @@ export class EventReads {
     this.recent = new RecentEvents(recentEventBytes);
     const latest = latestSequenceQuery(DIALECT, '');
     this.sql = {
-      // Each MIN/MAX is one seek in events_by_sequence; null for an empty queue.
+      // Each MIN/MAX is one seek in events_by_sequence; null for an empty queue, no row for no address.
       span: db
         .prepare<[string], number | null>(
           `SELECT (SELECT MAX(sequence) FROM events WHERE address_key = addresses.key)
