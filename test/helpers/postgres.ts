@@ -7,6 +7,12 @@ import pg from 'pg';
 
 export const ADMIN_URL = process.env.ROOST_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
+/**
+ * The ROOST_SECRET_KEY of every PostgreSQL test server (32 bytes, base64): instances sharing
+ * a database share one server key, as docs/scale-out.md says to deploy them.
+ */
+export const POSTGRES_TEST_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
+
 /** The admin URL without credentials, for messages. */
 function where(): string {
   try {

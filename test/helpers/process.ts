@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { POSTGRES_TEST_SECRET_KEY } from './postgres.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -27,7 +28,16 @@ export async function spawnServer(
   const args = options.built ? ['dist/cli.js', 'serve'] : ['--import', 'tsx', 'src/cli.ts', 'serve'];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', PORT: '0', ROOST_SMTP_PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      ROOST_SMTP_PORT: '0',
+      LOG_LEVEL: 'info',
+      // Otherwise an instance on PostgreSQL writes the key it generates under the
+      // repository's ./data, the default ROOST_DB's directory.
+      ...(env.DATABASE_URL ? { ROOST_SECRET_KEY: POSTGRES_TEST_SECRET_KEY } : {}),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -9,12 +9,9 @@ import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { Clock } from '../../src/core/service.js';
 import { startRoost, type RunningRoost, type StartOptions } from '../../src/server.js';
-import { createTestDatabase, postgresSkipReason } from './postgres.js';
+import { POSTGRES_TEST_SECRET_KEY, createTestDatabase, postgresSkipReason } from './postgres.js';
 
 export type Engine = 'sqlite' | 'postgres';
-
-/** The ROOST_SECRET_KEY of every PostgreSQL test server (32 bytes, base64). */
-export const POSTGRES_TEST_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
 
 export const ENGINES: Engine[] = (process.env.ROOST_TEST_ENGINES ?? 'sqlite,postgres')
   .split(',')
