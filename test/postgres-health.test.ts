@@ -13,8 +13,12 @@ import { PostgresStorage } from '../src/storage/postgres/engine.js';
 import { createLogger } from '../src/logger.js';
 import { eventually } from './helpers/engines.js';
 import { createAddress, request } from './helpers/http.js';
-import { createTestDatabase, postgresSkipReason, type TestDatabase } from './helpers/postgres.js';
-import { POSTGRES_TEST_SECRET_KEY } from './helpers/postgres.js';
+import {
+  POSTGRES_TEST_SECRET_KEY,
+  createTestDatabase,
+  postgresSkipReason,
+  type TestDatabase,
+} from './helpers/postgres.js';
 
 const pgSkip = await postgresSkipReason();
 const skip = pgSkip ? `skipped: ${pgSkip}` : false;
