@@ -11,7 +11,8 @@ import { parseArgs } from 'node:util';
 import { newAddressId } from '../src/core/secrets.js';
 import { newEventId } from '../src/storage/event-ids.js';
 import { migrate, openSqlite } from '../src/storage/sqlite/connection.js';
-import { SqliteWrites, type AppendTuple } from '../src/storage/sqlite/writes.js';
+import { SqliteWrites, toAppendTuple, type AppendTuple } from '../src/storage/sqlite/writes.js';
+import type { AppendInput } from '../src/storage/storage.js';
 import { shuffled, SMALL_EVENT } from './fixtures.js';
 
 const { values } = parseArgs({
@@ -62,22 +63,20 @@ try {
     for (let c = 0; c < count; c++) {
       const batch: AppendTuple[] = Array.from({ length: BATCH }, () => {
         const now = Date.now();
-        return [
-          ids[next++ % ADDRESSES],
-          newEventId(now),
-          'bench.ping',
-          'https',
-          data,
-          null,
-          null,
-          now,
-          1000,
-          0,
-          'http',
-          null,
-        ];
+        const input: AppendInput = {
+          addressId: ids[next++ % ADDRESSES],
+          type: 'bench.ping',
+          source: 'https',
+          dataJson: data,
+          metadataJson: null,
+          dedupeKey: null,
+          keyScope: 'http',
+          createdAt: now,
+        };
+        return toAppendTuple(input, newEventId(now), 1000);
       });
-      writes.appendBatch(batch);
+      for (const outcome of writes.appendBatch(batch))
+        if (outcome.status !== 'created') throw new Error(`an append was not stored: ${JSON.stringify(outcome)}`);
     }
   };
   // Queues of some length first, as after a while of ingest; then a WAL holding only the measured commits.
