@@ -2,6 +2,7 @@
 // the summary every throughput figure is reported with.
 import autocannon, { type RequestSpec } from 'autocannon';
 import { shuffled } from './fixtures.js';
+import { busyShare, machineCpu } from './machine.js';
 
 export interface LoadResult {
   /** Mean completed requests per second. */
@@ -12,6 +13,11 @@ export interface LoadResult {
   errors: number;
   timeouts: number;
   non2xx: number;
+  /**
+   * The share of the whole machine's CPU in use while the load ran (server, load generator
+   * and anything else): a figure below its cores' worth is held back by something else.
+   */
+  machineBusy: number;
 }
 
 export interface LoadOptions {
@@ -37,6 +43,7 @@ export async function hammer(options: LoadOptions): Promise<LoadResult> {
       return req;
     },
   };
+  const cpuBefore = machineCpu();
   const result = await autocannon({
     url: options.url,
     connections: options.connections,
@@ -52,6 +59,7 @@ export async function hammer(options: LoadOptions): Promise<LoadResult> {
     errors: result.errors,
     timeouts: result.timeouts,
     non2xx: result.non2xx,
+    machineBusy: busyShare(cpuBefore, machineCpu()),
   };
 }
 
@@ -65,6 +73,7 @@ export function meanLoad(a: LoadResult, b: LoadResult): LoadResult {
     errors: a.errors + b.errors,
     timeouts: a.timeouts + b.timeouts,
     non2xx: a.non2xx + b.non2xx,
+    machineBusy: (a.machineBusy + b.machineBusy) / 2,
   };
 }
 

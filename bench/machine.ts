@@ -16,6 +16,28 @@ export function loadAverage(): string {
     .join(' ');
 }
 
+/** The whole machine's CPU time so far (/proc/stat, in clock ticks): all of it, and the part not idle. */
+export interface MachineCpu {
+  total: number;
+  busy: number;
+}
+
+/** Null where /proc/stat cannot be read (not Linux). */
+export function machineCpu(): MachineCpu | null {
+  const line = /^cpu\s+(.*)$/m.exec(safeRead('/proc/stat'))?.[1];
+  if (!line) return null;
+  // user nice system idle iowait irq softirq steal (guest time is counted in user already).
+  const ticks = line.trim().split(/\s+/).slice(0, 8).map(Number);
+  const total = ticks.reduce((sum, n) => sum + n, 0);
+  return { total, busy: total - ticks[3] - ticks[4] };
+}
+
+/** The share of the machine's CPU in use between two readings, 0 to 1; NaN without them. */
+export function busyShare(before: MachineCpu | null, after: MachineCpu | null): number {
+  if (!before || !after || after.total === before.total) return NaN;
+  return (after.busy - before.busy) / (after.total - before.total);
+}
+
 function safeRead(path: string): string {
   try {
     return readFileSync(path, 'utf8');

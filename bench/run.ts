@@ -105,7 +105,8 @@ function report(line: string): void {
 }
 function loadLine(label: string, r: LoadResult, unit = 'req/s', baseline?: LoadResult): string {
   const ratio = baseline ? `  ×${(r.rps / baseline.rps).toFixed(2)} of baseline` : '';
-  return `${label.padEnd(44)} ${fmt(r.rps).padStart(8)} ${unit}  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}${ratio}`;
+  const busy = Number.isNaN(r.machineBusy) ? '' : `  machine ${fmt(100 * r.machineBusy)}% busy`;
+  return `${label.padEnd(44)} ${fmt(r.rps).padStart(8)} ${unit}  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}${busy}${ratio}`;
 }
 
 function heldBaselineLine(label: string, held: HeldPollsResult): string {
