@@ -449,6 +449,7 @@ async function main(): Promise<void> {
       // rate is what the cores allow, and CPU a message is what each server asks of them.
       const smtpLine = (label: string, r: SmtpResult, base?: SmtpResult) =>
         `${label.padEnd(44)} ${fmt(r.rate).padStart(8)} msg/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  failed ${r.failed}` +
+        (Number.isNaN(r.machineBusy) ? '' : `  machine ${fmt(100 * r.machineBusy)}% busy`) +
         (base ? `  ×${(r.rate / base.rate).toFixed(2)} of baseline` : '') +
         `\n${''.padEnd(44)} CPU a message: server ${fmt(r.serverCpuMs, 2)} ms (${threadsText(r)}), load generator ${fmt(r.loadCpuMs, 2)} ms`;
       report(

@@ -4,6 +4,7 @@
 import nodemailer from 'nodemailer';
 import { performance } from 'node:perf_hooks';
 import { percentile } from './load.js';
+import { busyShare, machineCpu } from './machine.js';
 import { perUnit, type ThreadCpu } from './processes.js';
 
 export interface SmtpResult {
@@ -17,6 +18,8 @@ export interface SmtpResult {
   serverCpuMs: number;
   serverThreadsMs: ThreadCpu;
   loadCpuMs: number;
+  /** The share of the whole machine's CPU in use during the measured run (load.ts LoadResult). */
+  machineBusy: number;
 }
 
 export async function measureSmtp(
@@ -70,7 +73,9 @@ export async function measureSmtp(
     if (options.warmupS > 0) await run(options.warmupS);
     const serverBefore = serverCpu();
     const loadBefore = process.cpuUsage();
+    const machineBefore = machineCpu();
     const { latencies, failed, elapsedS } = await run(options.durationS);
+    const machineBusy = busyShare(machineBefore, machineCpu());
     const load = process.cpuUsage(loadBefore);
     return {
       rate: latencies.length / elapsedS,
@@ -80,6 +85,7 @@ export async function measureSmtp(
       p99: percentile(latencies, 99),
       ...perUnit(serverBefore, serverCpu(), latencies.length),
       loadCpuMs: (load.user + load.system) / 1000 / latencies.length,
+      machineBusy,
     };
   } finally {
     transport.close();
