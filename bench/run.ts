@@ -103,10 +103,11 @@ function report(line: string): void {
   lines.push(line);
   console.log(line);
 }
+/** "  machine 82% busy" for a load line, or nothing where the machine's CPU could not be read. */
+const busyText = (share: number) => (Number.isNaN(share) ? '' : `  machine ${fmt(100 * share)}% busy`);
 function loadLine(label: string, r: LoadResult, unit = 'req/s', baseline?: LoadResult): string {
   const ratio = baseline ? `  ×${(r.rps / baseline.rps).toFixed(2)} of baseline` : '';
-  const busy = Number.isNaN(r.machineBusy) ? '' : `  machine ${fmt(100 * r.machineBusy)}% busy`;
-  return `${label.padEnd(44)} ${fmt(r.rps).padStart(8)} ${unit}  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}${busy}${ratio}`;
+  return `${label.padEnd(44)} ${fmt(r.rps).padStart(8)} ${unit}  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}${busyText(r.machineBusy)}${ratio}`;
 }
 
 function heldBaselineLine(label: string, held: HeldPollsResult): string {
@@ -449,7 +450,7 @@ async function main(): Promise<void> {
       // rate is what the cores allow, and CPU a message is what each server asks of them.
       const smtpLine = (label: string, r: SmtpResult, base?: SmtpResult) =>
         `${label.padEnd(44)} ${fmt(r.rate).padStart(8)} msg/s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  failed ${r.failed}` +
-        (Number.isNaN(r.machineBusy) ? '' : `  machine ${fmt(100 * r.machineBusy)}% busy`) +
+        busyText(r.machineBusy) +
         (base ? `  ×${(r.rate / base.rate).toFixed(2)} of baseline` : '') +
         `\n${''.padEnd(44)} CPU a message: server ${fmt(r.serverCpuMs, 2)} ms (${threadsText(r)}), load generator ${fmt(r.loadCpuMs, 2)} ms`;
       report(
