@@ -1,11 +1,12 @@
 // Two Roost processes on one PostgreSQL database, as behind a load balancer: a poll held
 // on one is woken by a delivery to the other; concurrent deliveries split across both take
-// sequences 1..N exactly; one idempotency key wins once across both; the create rate limit
-// is one bucket for both (docs/api.md §3, §4, §9).
+// sequences 1..N exactly; one idempotency key wins once across both; a rotated inbox secret,
+// a sender or a delete on one holds at once on the other; the create rate limit is one
+// bucket for both (docs/api.md §3, §4, §9).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from './helpers/engines.js';
-import { createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
+import { assertError, createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from './helpers/postgres.js';
 import { spawnServer, type ServerProcess } from './helpers/process.js';
 
@@ -141,6 +142,53 @@ describe('two instances on one PostgreSQL database', { skip: skip ? `skipped: ${
       [winner.id],
     );
     assert.equal(winner.sequence, 1);
+  });
+
+  test('a delivery admitted on an address read lately is refused once the other instance rotated, set a sender or deleted', async () => {
+    const address = await createAddress(a.url, {}, from('198.51.100.4'));
+    const call = (method: string, path: string, body?: unknown) =>
+      request(a.url, method, `/api/v1/addresses/${address.id}${path}`, { token: address.token, body });
+    const newInboxOf = (res: { body: { endpoints: { inbox_url: string } } }) =>
+      `${b.url}${new URL(res.body.endpoints.inbox_url).pathname}`;
+    const oldInbox = inboxOn(b, address);
+    // B reads the address once, then admits its deliveries on that read (docs/scale-out.md).
+    for (const type of ['first', 'second']) assert.equal((await deliver(oldInbox, { type })).status, 202);
+
+    const rotated = await call('POST', '/inbox-secret');
+    assert.equal(rotated.status, 200, rotated.text);
+    const newInbox = newInboxOf(rotated);
+    assertError(await deliver(oldInbox, { type: 'old-after-rotation' }), 404, 'inbox_not_found');
+    assertError(
+      await request(b.url, 'POST', `${oldInbox}?raw=1`, { rawBody: 'raw', headers: { 'content-type': 'text/plain' } }),
+      404,
+      'inbox_not_found',
+    );
+    assert.equal((await deliver(newInbox, { type: 'new' })).status, 202);
+
+    // With a grace period B's read names the secret before: the old URL still opens, by the previous digest.
+    const graced = await call('POST', '/inbox-secret', { grace_seconds: 120 });
+    assert.equal(graced.status, 200, graced.text);
+    assert.equal((await deliver(newInbox, { type: 'previous-in-grace' })).status, 202);
+    const latest = newInboxOf(graced);
+    assert.equal((await deliver(latest, { type: 'latest' })).status, 202);
+
+    // A sender set on A: B's next delivery goes through the sender's check, unsigned, and is refused.
+    const put = await call('PUT', '/sender', { provider: 'github', secrets: ['s3cret-github-one'] });
+    assert.equal(put.status, 200, put.text);
+    assertError(await deliver(latest, { type: 'unsigned' }), 401, 'signature_invalid');
+
+    const types = (await listEvents(a.url, address)).body.events.map((e: { type: string }) => e.type);
+    assert.deepEqual(types, ['first', 'second', 'new', 'previous-in-grace', 'latest']);
+
+    assert.equal((await call('DELETE', '/sender')).status, 204);
+    assert.equal((await deliver(latest, { type: 'plain-again' })).status, 202);
+    // A body B would refuse (400) is answered as the inbox stands: the secret no longer opens it.
+    assert.equal((await call('POST', '/inbox-secret')).status, 200);
+    assertError(await deliver(latest, { type: 7 }), 404, 'inbox_not_found');
+    const last = newInboxOf(await call('POST', '/inbox-secret'));
+    assert.equal((await deliver(last, { type: 'last' })).status, 202);
+    assert.equal((await call('DELETE', '')).status, 204);
+    assertError(await deliver(last, { type: 'after-delete' }), 404, 'inbox_not_found');
   });
 
   test('the create rate limit is one bucket shared by both instances', async () => {

@@ -1,15 +1,16 @@
 // What every operation of the service (core/service.ts) stands on: its clock and parts, who
-// a bearer credential is (docs/api.md §5), a slot for a held poll or stream, the one read a
-// wake-up shares, and the sender of an address opened with the server key.
+// a bearer credential is (docs/api.md §5), which address an inbox URL opens (§3), a slot for
+// a held poll or stream, the one read a wake-up shares, and the sender of an address opened
+// with the server key.
 import type { Config } from '../config.js';
-import type { AddressRecord, Storage } from '../storage/storage.js';
+import type { AddressRecord, InboxCredentials, Storage } from '../storage/storage.js';
 import { errors } from './errors.js';
 import { EVENT_CAPACITY, LIMIT_MAX, WAITER_RETRY_AFTER_SECONDS } from './limits.js';
 import type { Metrics } from './metrics.js';
 import { SecretKeyMismatch, type SecretBox } from './secret-box.js';
-import { READ_TOKEN_PREFIX, VIEW_TOKEN_PREFIX, digestSecret, secretMatches } from './secrets.js';
+import { INGRESS_SECRET_PREFIX, READ_TOKEN_PREFIX, VIEW_TOKEN_PREFIX, digestSecret, secretMatches } from './secrets.js';
 import { openSender, type LoadedSender } from './senders/settings.js';
-import type { Access, Clock } from './service-types.js';
+import type { Access, Clock, InboxAdmission } from './service-types.js';
 import { namesNothing } from './storable-text.js';
 import type { SharedRead, Waiters } from './waiters.js';
 
@@ -27,6 +28,30 @@ export class ServiceBase {
   ) {
     this.now = clock;
     waiters.useReader((addressId, after, ackSince) => this.readForWaiters(addressId, after, ackSince));
+  }
+
+  /**
+   * The inbox: the secret in the URL is the only credential; every miss is the same 404.
+   * After a rotation with a grace period the previous secret is accepted until it ends.
+   */
+  async authorizeInbox(addressId: string, secret: string): Promise<AddressRecord> {
+    const now = this.now();
+    const address = namesNothing(addressId) ? null : await this.storage.getAddress(addressId, now);
+    if (address && admits(address, secret, now)) return address;
+    throw errors.inboxNotFound();
+  }
+
+  /**
+   * As authorizeInbox, but a plain inbox may be admitted on the address as this instance read
+   * it lately (PostgreSQL: one round trip fewer a delivery, docs/scale-out.md); `admittedBy`
+   * then goes with its append, which stores nothing unless the address still admits it.
+   * Only a yes is taken from that read: a no, or an inbox with a sender, is asked afresh.
+   */
+  async admitToInbox(addressId: string, secret: string): Promise<InboxAdmission> {
+    const now = this.now();
+    const recent = namesNothing(addressId) ? null : this.storage.recentAddress(addressId, now);
+    if (recent && !recent.hasSender && admits(recent, secret, now)) return { address: recent, admittedBy: recent };
+    return { address: await this.authorizeInbox(addressId, secret) };
   }
 
   /** The one read a wake-up makes for all the polls and streams of an address. */
@@ -143,4 +168,12 @@ export class ServiceBase {
       throw error;
     }
   }
+}
+
+/** Whether an inbox secret opens the address at `now`: its secret, or the previous one within its grace period. */
+function admits(address: InboxCredentials, secret: string, now: number): boolean {
+  if (!secret.startsWith(INGRESS_SECRET_PREFIX)) return false;
+  if (secretMatches(secret, address.ingressSecretDigest)) return true;
+  const { previousIngressDigest: previous, previousIngressUntil: until } = address;
+  return previous !== null && until !== null && until > now && secretMatches(secret, previous);
 }

@@ -1,7 +1,14 @@
 // The shapes the service's operations take and give (core/service.ts), for the transports
 // that call them.
 import type { EventDeliveryResponse } from '../contract/schemas.js';
-import type { AckRecord, EmailPart, EventFilter, EventRecord } from '../storage/storage.js';
+import type {
+  AckRecord,
+  AddressRecord,
+  EmailPart,
+  EventFilter,
+  EventRecord,
+  InboxCredentials,
+} from '../storage/storage.js';
 import type { ServiceError } from './errors.js';
 import type { SharedRead } from './waiters.js';
 
@@ -37,6 +44,13 @@ export type SenderOutcome =
   | { kind: 'refused'; error: ServiceError; keyMismatch: boolean }
   /** Stored, or found a duplicate. */
   | ({ kind: 'delivered' } & DeliveryResult);
+
+/** An inbox URL that opened (service.ts admitToInbox). */
+export interface InboxAdmission {
+  address: AddressRecord;
+  /** Set when admitted on the address as read lately: deliver with it, and ask afresh on any refusal. */
+  admittedBy?: InboxCredentials;
+}
 
 export interface DeliveryResult {
   /** 202 for a newly queued event, 200 for an idempotent repeat (docs/api.md §3). */

@@ -18,6 +18,7 @@ import {
   type AddressRecord,
   type EmailPart,
   type EventFilter,
+  type InboxCredentials,
   type TokenBucketResult,
   type ViewTokenRecord,
 } from '../storage/storage.js';
@@ -32,7 +33,6 @@ import { sealSender, toWireSender } from './senders/settings.js';
 import { errors } from './errors.js';
 import { EVENT_CAPACITY, MAX_JSON_DEPTH, RETENTION_MS } from './limits.js';
 import {
-  INGRESS_SECRET_PREFIX,
   READ_TOKEN_PREFIX,
   digestSecret,
   newAddressId,
@@ -416,20 +416,6 @@ export class RoostService extends ServiceBase {
 
   // --- deliveries ----------------------------------------------------------------------
 
-  /**
-   * The inbox: the secret in the URL is the only credential; every miss is the same 404.
-   * After a rotation with a grace period the previous secret is accepted until it ends.
-   */
-  async authorizeInbox(addressId: string, secret: string): Promise<AddressRecord> {
-    const now = this.now();
-    const address = namesNothing(addressId) ? null : await this.storage.getAddress(addressId, now);
-    if (!address || !secret.startsWith(INGRESS_SECRET_PREFIX)) throw errors.inboxNotFound();
-    if (secretMatches(secret, address.ingressSecretDigest)) return address;
-    const { previousIngressDigest: previous, previousIngressUntil: until } = address;
-    if (previous !== null && until !== null && until > now && secretMatches(secret, previous)) return address;
-    throw errors.inboxNotFound();
-  }
-
   /** The live address that owns an email local part (case-insensitive), or null. */
   async findAddressBySlug(slug: string): Promise<AddressRecord | null> {
     return namesNothing(slug) ? null : this.storage.getAddressBySlug(slug.toLowerCase(), this.now());
@@ -456,6 +442,8 @@ export class RoostService extends ServiceBase {
      * take beyond the queue's bounds is one event per waiting callback (docs/api.md §3.6).
      */
     settlesCallback = false,
+    /** From admitToInbox, for an address read lately: 'address_changed' answers as a miss. */
+    admittedBy?: InboxCredentials,
   ): Promise<DeliveryResult> {
     const key = effectiveIdempotencyKey(idempotencyKey, input.dedupe_key);
     // The inbox also takes any body as it is (raw capture), with a type of its own.
@@ -486,7 +474,10 @@ export class RoostService extends ServiceBase {
       },
       capacity: settlesCallback ? EVENT_CAPACITY + this.config.maxCallbacks : EVENT_CAPACITY,
       maxBytes: settlesCallback ? 0 : this.config.maxBytesPerAddress,
+      admittedBy,
     });
+    // Not an outcome: the inbox asks afresh, and counts what that delivery comes to.
+    if (result.status === 'address_changed') throw errors.inboxNotFound();
     this.metrics.deliveries.inc({ transport, outcome: result.status });
     switch (result.status) {
       case 'created':

@@ -183,8 +183,20 @@ export interface TakeTokenParams {
 }
 
 /** What appendEvent takes: the event and the bounds of its address's queue. */
+/** The inbox credentials an address admitted a delivery with (AppendParams.admittedBy). */
+export type InboxCredentials = Pick<
+  AddressRecord,
+  'ingressSecretDigest' | 'previousIngressDigest' | 'previousIngressUntil'
+>;
+
 export interface AppendParams {
   event: AppendInput;
+  /**
+   * Set when the delivery was admitted on recentAddress: the append goes in only while the
+   * address, under its row lock, still has these credentials and no sender; otherwise it
+   * answers 'address_changed' and writes nothing.
+   */
+  admittedBy?: InboxCredentials;
   /** Events the address may hold (docs/api.md §3). */
   capacity: number;
   /** Bytes its events may hold (eventSize; parts do not count); 0 or omitted: no bound. */
@@ -235,7 +247,9 @@ export type AppendResult =
   /** The event would take the address past its byte cap, even without its acknowledged events: nothing was written. */
   | { status: 'bytes_full' }
   /** Unknown, deleted or expired. */
-  | { status: 'address_not_found' };
+  | { status: 'address_not_found' }
+  /** Its inbox credentials or its sender changed since it admitted the delivery (AppendParams.admittedBy). */
+  | { status: 'address_changed' };
 
 export interface EventPageRecord {
   events: EventRecord[];
@@ -349,6 +363,13 @@ export interface Storage {
   insertAddress(address: AddressRecord): Promise<'ok' | 'slug_taken'>;
   /** The live address with this id, or null when unknown, deleted or expired at `now`. */
   getAddress(id: string, now: number): Promise<AddressRecord | null>;
+  /**
+   * The address as this process read it lately, live at `now`, without asking the database,
+   * or null: only an engine whose rows other processes change keeps them (PostgreSQL; SQLite's
+   * getAddress is already exact and in memory). Trusted only to admit an inbox delivery whose
+   * append carries the credentials it was admitted with (AppendParams.admittedBy).
+   */
+  recentAddress(id: string, now: number): AddressRecord | null;
   /** The live address with this slug (the email local part, lower case), or null. */
   getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null>;
   /** Removes the address, its events and its secrets at once. False when it did not exist. */

@@ -1,12 +1,12 @@
 // POST /api/v1/inbox/{addressId}/{secret}: the write-only inbox that remote services call.
 // A CreateEvent JSON body (docs/api.md §3), or with ?raw=1 any body as sent (§3.1); with a
 // sender set, every request as sent, verified with the provider's scheme (§3.2).
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { ServiceError, errors } from '../../core/errors.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../core/limits.js';
 import { deliveryJson } from '../../core/wire.js';
-import type { DeliveryInput, RoostService } from '../../core/service.js';
+import type { DeliveryInput, InboxAdmission, RoostService } from '../../core/service.js';
 import { CreateEventSchema, EventDeliveryResponseSchema } from '../../contract/schemas.js';
 import { validationMessage } from '../errors.js';
 import { decodeJsonBody, rawBody } from '../body.js';
@@ -140,22 +140,44 @@ export async function inboxRoutes(app: FastifyInstance): Promise<void> {
         done();
       },
       handler: async (request, reply) => {
-        const address = await service.authorizeInbox(request.params.addressId, request.params.secret);
-        // The sender's path, the raw path and the JSON path are alternatives: exactly one of
-        // them answers, by the value returned here, and none goes on after another.
-        if (address.hasSender) {
-          const kept = Buffer.isBuffer(request.body) ? request.body : (request as WithBytes).inboxBytes;
-          const bytes = Buffer.isBuffer(kept) ? kept : Buffer.alloc(0);
-          const outcome = await receiveFromSender(request, address, bytes);
-          if (outcome.kind !== 'no_sender') return senderAnswer(request, reply, outcome);
+        const { addressId, secret } = request.params;
+        const { address, admittedBy } = await service.admitToInbox(addressId, secret);
+        if (!admittedBy) return answer(request, reply, address);
+        try {
+          return await answer(request, reply, address, admittedBy);
+        } catch (error) {
+          // Admitted on the address as this instance read it lately (docs/scale-out.md): a
+          // refusal is answered as the address stands now, read afresh — but a full queue,
+          // which the append decided with the address as it stands, and an unavailable
+          // database, which is not asked again.
+          if (!(error instanceof ServiceError) || error.status >= 500 || error.code === 'queue_full') throw error;
+          return answer(request, reply, await service.authorizeInbox(addressId, secret));
         }
-        const result = await service.deliver(address, plainDelivery(request), idempotencyHeader(request), 'http');
-        // Written as text from the stored event, as pages are: its data goes out as stored.
-        reply.code(result.status).type('application/json; charset=utf-8');
-        return deliveryJson(result);
       },
     },
   );
+
+  /** A POST to an inbox that opened: exactly one of the sender's, raw and JSON paths answers it. */
+  async function answer(
+    request: FastifyRequest<{ Querystring: RawQuery; Body: DeliveryInput }>,
+    reply: FastifyReply,
+    address: InboxAddress,
+    admittedBy?: InboxAdmission['admittedBy'],
+  ) {
+    // The sender's path, the raw path and the JSON path are alternatives: exactly one of
+    // them answers, by the value returned here, and none goes on after another.
+    if (address.hasSender) {
+      const kept = Buffer.isBuffer(request.body) ? request.body : (request as WithBytes).inboxBytes;
+      const bytes = Buffer.isBuffer(kept) ? kept : Buffer.alloc(0);
+      const outcome = await receiveFromSender(request, address, bytes);
+      if (outcome.kind !== 'no_sender') return senderAnswer(request, reply, outcome);
+    }
+    const input = plainDelivery(request);
+    const result = await service.deliver(address, input, idempotencyHeader(request), 'http', false, admittedBy);
+    // Written as text from the stored event, as pages are: its data goes out as stored.
+    reply.code(result.status).type('application/json; charset=utf-8');
+    return deliveryJson(result);
+  }
 
   /** An inbox without a sender: raw capture (?raw=1, §3.1) or a CreateEvent body (§3). */
   function plainDelivery(request: FastifyRequest<{ Querystring: RawQuery; Body: DeliveryInput }>): DeliveryInput {

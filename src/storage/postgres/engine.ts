@@ -143,6 +143,10 @@ export class PostgresStorage implements Storage {
     return this.addresses.get(id, now);
   }
 
+  recentAddress(id: string, now: number): AddressRecord | null {
+    return this.addresses.recentlyRead(id, now);
+  }
+
   getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null> {
     return this.addresses.bySlug(slug, now);
   }
@@ -164,6 +168,7 @@ export class PostgresStorage implements Storage {
   }
 
   putSender(sender: SenderRecord, now: number): Promise<boolean> {
+    this.addresses.forget(sender.addressId);
     return this.senders.put(sender, now);
   }
 
@@ -172,6 +177,7 @@ export class PostgresStorage implements Storage {
   }
 
   deleteSender(addressId: string): Promise<boolean> {
+    this.addresses.forget(addressId);
     return this.senders.delete(addressId);
   }
 

@@ -13,7 +13,13 @@ import { fitsAsIs, fitsAsIsSql, makeRoom, type Evictable, type RoomDecision } fr
 import { Batches } from '../batches.js';
 import { newEventId } from '../event-ids.js';
 import { EVENTS, insertedEvent, pgArrays, placeholders, type Column } from '../tables.js';
-import { eventSize, type AppendInput, type AppendParams, type AppendResult } from '../storage.js';
+import {
+  eventSize,
+  type AppendInput,
+  type AppendParams,
+  type AppendResult,
+  type InboxCredentials,
+} from '../storage.js';
 import { namedStatements, statement, type Outcome, type PgConnection } from './connection.js';
 import { isUnavailableFailure, isUniqueViolation, storageError } from './errors.js';
 import { insertParts } from './email-parts.js';
@@ -29,6 +35,27 @@ const APPEND_BATCHES = { inFlight: 2, maxItems: 500, maxWeight: 8 * 1024 * 1024 
 /** Acknowledged events read first when an append must make room; all of them if those are not enough. */
 const FIRST_EVICTABLE = 8;
 
+/**
+ * What admitted a delivery on an address read lately (storage.ts AppendParams.admittedBy),
+ * compared with the address row under its lock, and the field of the credentials it is.
+ */
+const ADMISSION = [
+  [{ name: 'ingress_secret_digest', pgType: 'text', decode: String }, 'ingressSecretDigest'],
+  [{ name: 'previous_ingress_digest', pgType: 'text', decode: String }, 'previousIngressDigest'],
+  [{ name: 'previous_ingress_until', pgType: 'bigint', decode: Number }, 'previousIngressUntil'],
+] as const satisfies ReadonlyArray<readonly [Column<unknown>, keyof InboxCredentials]>;
+const ADMISSION_COLUMNS = ADMISSION.map(([column]) => column.name).join(', ');
+
+/** Whether the address row (read under its lock) still admits what it admitted: no sender, the same credentials. */
+function stillAdmits(row: Record<string, unknown>, admittedBy: InboxCredentials): boolean {
+  return (
+    row.has_sender === false &&
+    ADMISSION.every(
+      ([column, field]) => (row[column.name] === null ? null : column.decode(row[column.name])) === admittedBy[field],
+    )
+  );
+}
+
 /** The batch statement's input: each event column, then what the statement decides by. */
 const BATCH_INPUT: ReadonlyArray<Column<unknown>> = [
   ...EVENTS.columns,
@@ -36,6 +63,8 @@ const BATCH_INPUT: ReadonlyArray<Column<unknown>> = [
   { name: 'capacity', pgType: 'bigint', decode: Number },
   { name: 'max_bytes', pgType: 'bigint', decode: Number },
   { name: 'key_scope', pgType: 'text', decode: String },
+  // AppendParams.admittedBy, all null when the delivery was admitted on a fresh look-up.
+  ...ADMISSION.map(([column]) => ({ ...column, name: `admitted_${column.name}` })),
 ];
 const ADDRESS_IDS = `$${EVENTS.names.indexOf('address_id') + 1}::text[]`;
 
@@ -48,8 +77,8 @@ const SQL = namedStatements('append', {
   // (append-policy.ts fitsAsIs, counting every sequence handed out as held), and only while
   // every earlier one of its address went in too (`fits`, a prefix). Left out, for the
   // full transaction to decide one at a time: an address that is unknown, deleted or
-  // expired at the delivery's time, a key the address already holds, anything that needs
-  // an eviction. The NOT EXISTS reads the statement's snapshot, which may predate a racing
+  // expired at the delivery's time, or no longer as it admitted the delivery, a key the
+  // address already holds, anything that needs an eviction. The NOT EXISTS reads the statement's snapshot, which may predate a racing
   // append of the same key that committed while this one waited for a lock: then the key's
   // unique index refuses the INSERT, the statement rolls back whole, and every append of
   // the batch runs on its own. The caller sends at most one append per (address, key):
@@ -60,7 +89,7 @@ const SQL = namedStatements('append', {
         WITH ORDINALITY AS t(${BATCH_INPUT.map((column) => column.name).join(', ')}, n)
     ),
     locked AS MATERIALIZED (
-      SELECT id, last_sequence, stored_bytes, expires_at FROM addresses
+      SELECT id, last_sequence, stored_bytes, expires_at, has_sender, ${ADMISSION_COLUMNS} FROM addresses
       WHERE id = ANY(${ADDRESS_IDS}) ORDER BY id FOR UPDATE
     ),
     candidates AS (
@@ -68,6 +97,9 @@ const SQL = namedStatements('append', {
              row_number() OVER w AS k, sum(i.size_bytes) OVER w AS bytes_so_far
       FROM input i JOIN locked l ON l.id = i.address_id
       WHERE (l.expires_at IS NULL OR l.expires_at > i.created_at)
+        AND (i.admitted_ingress_secret_digest IS NULL OR (NOT l.has_sender AND ${ADMISSION.map(
+          ([{ name }]) => `l.${name} IS NOT DISTINCT FROM i.admitted_${name}`,
+        ).join(' AND ')}))
         AND (i.dedupe_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM events e
           WHERE e.address_id = i.address_id AND e.key_scope = i.key_scope AND e.dedupe_key = i.dedupe_key))
@@ -102,11 +134,11 @@ const SQL = namedStatements('append', {
 
   // The full append transaction, in order. The UPDATE takes the address row lock (held until
   // COMMIT) and hands out the next sequence; it finds no row when the address is unknown,
-  // deleted or expired at the delivery's time.
+  // deleted or expired at the delivery's time. What admitted the delivery is compared after.
   bumpSequence: `
     UPDATE addresses SET last_sequence = last_sequence + 1
     WHERE id = $1 AND ${LIVE}
-    RETURNING last_sequence, stored_bytes`,
+    RETURNING last_sequence, stored_bytes, has_sender, ${ADMISSION_COLUMNS}`,
   lockLiveAddress: `SELECT id FROM addresses WHERE id = $1 AND ${LIVE} FOR UPDATE`,
   // Runs after the lock, so it sees every append to this address that committed before.
   // A key is matched only among events of its scope (docs/api.md §3).
@@ -127,6 +159,7 @@ const SQL = namedStatements('append', {
 /** One append, with its event's id and size. */
 interface Append {
   input: AppendInput;
+  admittedBy: InboxCredentials | null;
   eventId: string;
   size: number;
   capacity: number;
@@ -159,10 +192,11 @@ export class PgAppends {
   }
 
   /** Each promise resolves only after the COMMIT of the statement or transaction that stored its event. */
-  append({ event: input, capacity, maxBytes = 0 }: AppendParams): Promise<AppendResult> {
+  append({ event: input, capacity, maxBytes = 0, admittedBy }: AppendParams): Promise<AppendResult> {
     // Time-led (newEventId): the primary key's index grows at its end.
     const append: Append = {
       input,
+      admittedBy: admittedBy ?? null,
       eventId: input.id ?? newEventId(input.createdAt),
       size: eventSize(input),
       capacity,
@@ -250,9 +284,10 @@ export class PgAppends {
   /** The batch statement: the sequence of each event it stored, by event id. */
   private async insertBatch(appends: QueuedAppend[]): Promise<Map<string, number>> {
     const columns: unknown[][] = BATCH_INPUT.map(() => []);
-    for (const { input, eventId, size, capacity, maxBytes } of appends) {
+    for (const { input, eventId, size, capacity, maxBytes, admittedBy } of appends) {
       const values = EVENTS.values(insertedEvent(input, eventId, 0), 'postgres');
       values.push(size, capacity, maxBytes, input.keyScope);
+      for (const [, field] of ADMISSION) values.push(admittedBy === null ? null : admittedBy[field]);
       for (let i = 0; i < values.length; i++) columns[i].push(values[i]);
     }
     const { rows } = await this.db.queryAsIs<{ id: string; sequence: number }>(SQL.batch, columns);
@@ -280,7 +315,7 @@ export class PgAppends {
 
   private async appendTransaction(
     db: pg.PoolClient,
-    { input, eventId, capacity, maxBytes, size }: Append,
+    { input, eventId, capacity, maxBytes, size, admittedBy }: Append,
   ): Promise<Outcome<AppendResult>> {
     const { parts } = input;
     if (parts && input.dedupeKey !== null) {
@@ -301,6 +336,8 @@ export class PgAppends {
       statement(SQL.bumpSequence, [input.addressId, input.createdAt]),
     );
     if (bumped.rows.length === 0) return { rollback: { status: 'address_not_found' } };
+    if (admittedBy !== null && !stillAdmits(bumped.rows[0], admittedBy))
+      return { rollback: { status: 'address_changed' } };
     const sequence = bumped.rows[0].last_sequence;
     if (input.dedupeKey !== null && !parts) {
       const held = await db.query<{ id: string }>(

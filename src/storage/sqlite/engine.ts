@@ -246,6 +246,11 @@ export class SqliteStorage implements Storage {
     return found && this.cacheAddress(found);
   }
 
+  /** None: getAddress is exact and in memory here, and every change goes through this process. */
+  recentAddress(): null {
+    return null;
+  }
+
   async getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null> {
     const hinted = this.slugIds.get(slug);
     const cached = hinted === undefined ? undefined : this.addressCache.get(hinted);
