@@ -3,12 +3,13 @@
 // same addresses in opposite orders, with idempotency keys repeated inside one batch, across
 // the two instances' batches and in later batches, must give: no deadlock (batches lock
 // address rows in id order), sequences 1..N per address with no gap and no repeat, exactly
-// one event per key (every repeat answered with it), and exact caps.
+// one event per key (every repeat answered with it), and exact caps. An append admitted on
+// an address read lately goes in only while the address still admits it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { PostgresStorage } from '../src/storage/postgres/engine.js';
-import type { AppendInput, AppendResult } from '../src/storage/storage.js';
+import type { AppendInput, AppendResult, SenderRecord } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
 import { createTestDatabase, postgresSkipReason, withClient, type TestDatabase } from './helpers/postgres.js';
 
@@ -198,6 +199,79 @@ describe('caps under batched appends', { skip: skip ? `skipped: ${skip}` : false
     );
   });
 });
+
+describe('appends admitted on an address read lately', { skip: skip ? `skipped: ${skip}` : false }, () => {
+  let db: TestDatabase;
+  let one: PostgresStorage;
+  let two: PostgresStorage;
+
+  before(async () => {
+    db = await createTestDatabase();
+    const config = loadConfig({ DATABASE_URL: db.url });
+    [one, two] = await Promise.all([PostgresStorage.open(config), PostgresStorage.open(config)]);
+  });
+
+  after(async () => {
+    await Promise.all([one?.close(), two?.close()]);
+    await db?.drop();
+  });
+
+  test('go in while the row still has the secrets that admitted them and no sender; else address_changed, nothing stored', async () => {
+    const now = Date.now();
+    const address = addressRecord();
+    await one.insertAddress(address);
+    assert.equal(two.recentAddress(address.id, now), null, 'nothing read yet');
+    const seen = await two.getAddress(address.id, now);
+    assert.deepEqual(two.recentAddress(address.id, now), seen);
+    const keyed = await two.appendEvent({ event: appendInput(address.id, { dedupeKey: 'k' }), capacity: 1000 });
+    assert.equal(keyed.status, 'created');
+
+    // Rotated on the other instance: appends admitted by the old secrets change nothing,
+    // a repeated key included; in the same batch, the others go in.
+    const rotated = await one.replaceIngressSecret({
+      id: address.id,
+      digest: 'd'.repeat(64),
+      previousUntil: null,
+      now,
+    });
+    const admitted = (admittedBy: typeof seen, dedupeKey: string | null = null) =>
+      two.appendEvent({ event: appendInput(address.id, { dedupeKey }), capacity: 1000, admittedBy: admittedBy! });
+    const batch = await Promise.all([
+      admitted(seen),
+      admitted(seen, 'k'),
+      admitted(rotated),
+      two.appendEvent({ event: appendInput(address.id), capacity: 1000 }),
+    ]);
+    assert.deepEqual(
+      batch.map((r) => (r.status === 'created' ? r.event.sequence : r.status)),
+      ['address_changed', 'address_changed', 2, 3],
+    );
+    // The same, one at a time (the full transaction); and once a sender is set, nothing admitted goes in.
+    assert.equal((await admitted(seen)).status, 'address_changed');
+    assert.equal((await admitted(rotated, 'k')).status, 'duplicate');
+    assert.equal(await one.putSender(githubSender(address.id), now), true);
+    assert.equal((await admitted(rotated)).status, 'address_changed');
+    const { events } = await one.listEvents({ addressId: address.id, after: 0, limit: 100 });
+    assert.deepEqual(
+      events.map((e) => e.sequence),
+      [1, 2, 3],
+    );
+  });
+});
+
+function githubSender(addressId: string): SenderRecord {
+  return {
+    addressId,
+    provider: 'github',
+    enforce: true,
+    toleranceSeconds: 300,
+    secretCount: 1,
+    sealedSecrets: 'sealed:abc',
+    sealedVerifyToken: null,
+    optionsJson: null,
+    updatedAt: Date.now(),
+  };
+}
 
 async function deadlocks(url: string): Promise<number> {
   return withClient(url, async (client) => {

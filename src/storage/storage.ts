@@ -192,9 +192,10 @@ export type InboxCredentials = Pick<
 export interface AppendParams {
   event: AppendInput;
   /**
-   * Set when the delivery was admitted on recentAddress: the append goes in only while the
-   * address, under its row lock, still has these credentials and no sender; otherwise it
-   * answers 'address_changed' and writes nothing.
+   * Set when the delivery was admitted on recentAddress (so never on SQLite, whose
+   * recentAddress answers null): the append goes in only while the address, under its row
+   * lock, still has these credentials and no sender; otherwise it answers 'address_changed'
+   * and writes nothing.
    */
   admittedBy?: InboxCredentials;
   /** Events the address may hold (docs/api.md §3). */
