@@ -48,7 +48,10 @@ export type SenderOutcome =
 /** An inbox URL that opened (service.ts admitToInbox). */
 export interface InboxAdmission {
   address: AddressRecord;
-  /** Set when admitted on the address as read lately: deliver with it, and ask afresh on any refusal. */
+  /**
+   * Set when admitted on the address as read lately: deliver with it, and answer any refusal
+   * the append did not decide (routes/inbox.ts) after asking afresh.
+   */
   admittedBy?: InboxCredentials;
 }
 

@@ -78,11 +78,11 @@ const SQL = namedStatements('append', {
   // every earlier one of its address went in too (`fits`, a prefix). Left out, for the
   // full transaction to decide one at a time: an address that is unknown, deleted or
   // expired at the delivery's time, or no longer as it admitted the delivery, a key the
-  // address already holds, anything that needs an eviction. The NOT EXISTS reads the statement's snapshot, which may predate a racing
-  // append of the same key that committed while this one waited for a lock: then the key's
-  // unique index refuses the INSERT, the statement rolls back whole, and every append of
-  // the batch runs on its own. The caller sends at most one append per (address, key):
-  // repeats inside a batch wait for the first.
+  // address already holds, anything that needs an eviction. The NOT EXISTS reads the
+  // statement's snapshot, which may predate a racing append of the same key that committed
+  // while this one waited for a lock: then the key's unique index refuses the INSERT, the
+  // statement rolls back whole, and every append of the batch runs on its own. The caller
+  // sends at most one append per (address, key): repeats inside a batch wait for the first.
   batch: `
     WITH input AS (
       SELECT * FROM unnest(${pgArrays(BATCH_INPUT)})
