@@ -249,8 +249,13 @@ describe('appends admitted on an address read lately', { skip: skip ? `skipped: 
     // The same, one at a time (the full transaction); and once a sender is set, nothing admitted goes in.
     assert.equal((await admitted(seen)).status, 'address_changed');
     assert.equal((await admitted(rotated, 'k')).status, 'duplicate');
+    // A rotation with a grace period: the row names its previous secret and until when.
+    await one.replaceIngressSecret({ id: address.id, digest: 'e'.repeat(64), previousUntil: now + 60_000, now });
+    const graced = await two.getAddress(address.id, now);
+    assert.equal(graced?.previousIngressUntil, now + 60_000);
+    assert.equal((await admitted(graced, 'k')).status, 'duplicate');
     assert.equal(await one.putSender(githubSender(address.id), now), true);
-    assert.equal((await admitted(rotated)).status, 'address_changed');
+    assert.equal((await admitted(graced)).status, 'address_changed');
     const { events } = await one.listEvents({ addressId: address.id, after: 0, limit: 100 });
     assert.deepEqual(
       events.map((e) => e.sequence),

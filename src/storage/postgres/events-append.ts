@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { fitsAsIs, fitsAsIsSql, makeRoom, type Evictable, type RoomDecision } from '../append-policy.js';
 import { Batches } from '../batches.js';
 import { newEventId } from '../event-ids.js';
-import { EVENTS, insertedEvent, pgArrays, placeholders, type Column } from '../tables.js';
+import { ADDRESSES, EVENTS, insertedEvent, pgArrays, placeholders, type Column } from '../tables.js';
 import {
   eventSize,
   type AppendInput,
@@ -37,22 +37,24 @@ const FIRST_EVICTABLE = 8;
 
 /**
  * What admitted a delivery on an address read lately (storage.ts AppendParams.admittedBy),
- * compared with the address row under its lock, and the field of the credentials it is.
+ * compared with the address row under its lock: each field of the credentials (a mapped
+ * type, so that a field added to them cannot be left unchecked here) with its column.
  */
-const ADMISSION = [
-  [{ name: 'ingress_secret_digest', pgType: 'text', decode: String }, 'ingressSecretDigest'],
-  [{ name: 'previous_ingress_digest', pgType: 'text', decode: String }, 'previousIngressDigest'],
-  [{ name: 'previous_ingress_until', pgType: 'bigint', decode: Number }, 'previousIngressUntil'],
-] as const satisfies ReadonlyArray<readonly [Column<unknown>, keyof InboxCredentials]>;
+const ADMITTED_FIELDS: { [F in keyof InboxCredentials]-?: true } = {
+  ingressSecretDigest: true,
+  previousIngressDigest: true,
+  previousIngressUntil: true,
+};
+const ADMISSION = (Object.keys(ADMITTED_FIELDS) as Array<keyof InboxCredentials>).map(
+  (field) => [ADDRESSES.columns[ADDRESSES.fields.indexOf(field)], field] as const,
+);
 const ADMISSION_COLUMNS = ADMISSION.map(([column]) => column.name).join(', ');
 
 /** Whether the address row (read under its lock) still admits what it admitted: no sender, the same credentials. */
 function stillAdmits(row: Record<string, unknown>, admittedBy: InboxCredentials): boolean {
   return (
     row.has_sender === false &&
-    ADMISSION.every(
-      ([column, field]) => (row[column.name] === null ? null : column.decode(row[column.name])) === admittedBy[field],
-    )
+    ADMISSION.every(([column, field]) => column.decode(row[column.name]) === admittedBy[field])
   );
 }
 
