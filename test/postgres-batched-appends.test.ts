@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { PostgresStorage } from '../src/storage/postgres/engine.js';
-import type { AppendInput, AppendResult, SenderRecord } from '../src/storage/storage.js';
-import { addressRecord, appendInput } from './helpers/records.js';
+import type { AppendInput, AppendResult } from '../src/storage/storage.js';
+import { addressRecord, appendInput, senderRecord } from './helpers/records.js';
 import { createTestDatabase, postgresSkipReason, withClient, type TestDatabase } from './helpers/postgres.js';
 
 const skip = await postgresSkipReason();
@@ -122,7 +122,7 @@ describe('batched appends from two instances on one database', { skip: skip ? `s
   });
 });
 
-describe('caps under batched appends', { skip: skip ? `skipped: ${skip}` : false }, () => {
+describe('caps, gone addresses and admissions in batches', { skip: skip ? `skipped: ${skip}` : false }, () => {
   let db: TestDatabase;
   let one: PostgresStorage;
   let two: PostgresStorage;
@@ -198,25 +198,8 @@ describe('caps under batched appends', { skip: skip ? `skipped: ${skip}` : false
       [1, 'address_not_found', 2],
     );
   });
-});
 
-describe('appends admitted on an address read lately', { skip: skip ? `skipped: ${skip}` : false }, () => {
-  let db: TestDatabase;
-  let one: PostgresStorage;
-  let two: PostgresStorage;
-
-  before(async () => {
-    db = await createTestDatabase();
-    const config = loadConfig({ DATABASE_URL: db.url });
-    [one, two] = await Promise.all([PostgresStorage.open(config), PostgresStorage.open(config)]);
-  });
-
-  after(async () => {
-    await Promise.all([one?.close(), two?.close()]);
-    await db?.drop();
-  });
-
-  test('go in while the row still has the secrets that admitted them and no sender; else address_changed, nothing stored', async () => {
+  test('appends admitted on an address read lately go in while its row has the same secrets and no sender; else address_changed', async () => {
     const now = Date.now();
     const address = addressRecord();
     await one.insertAddress(address);
@@ -254,7 +237,7 @@ describe('appends admitted on an address read lately', { skip: skip ? `skipped: 
     const graced = await two.getAddress(address.id, now);
     assert.equal(graced?.previousIngressUntil, now + 60_000);
     assert.equal((await admitted(graced, 'k')).status, 'duplicate');
-    assert.equal(await one.putSender(githubSender(address.id), now), true);
+    assert.equal(await one.putSender(senderRecord(address.id), now), true);
     assert.equal((await admitted(graced)).status, 'address_changed');
     const { events } = await one.listEvents({ addressId: address.id, after: 0, limit: 100 });
     assert.deepEqual(
@@ -263,20 +246,6 @@ describe('appends admitted on an address read lately', { skip: skip ? `skipped: 
     );
   });
 });
-
-function githubSender(addressId: string): SenderRecord {
-  return {
-    addressId,
-    provider: 'github',
-    enforce: true,
-    toleranceSeconds: 300,
-    secretCount: 1,
-    sealedSecrets: 'sealed:abc',
-    sealedVerifyToken: null,
-    optionsJson: null,
-    updatedAt: Date.now(),
-  };
-}
 
 async function deadlocks(url: string): Promise<number> {
   return withClient(url, async (client) => {

@@ -1,7 +1,7 @@
-// Storage records for tests that drive an engine directly (below HTTP): a fresh address
-// and an append with plausible defaults, each overridable.
+// Storage records for tests that drive an engine directly (below HTTP): a fresh address,
+// an append and a sender with plausible defaults, each overridable.
 import { newAddressId } from '../../src/core/secrets.js';
-import type { AddressRecord, AppendInput } from '../../src/storage/storage.js';
+import type { AddressRecord, AppendInput, SenderRecord } from '../../src/storage/storage.js';
 
 let counter = 0;
 
@@ -36,6 +36,22 @@ export function appendInput(addressId: string, overrides: Partial<AppendInput> =
     dedupeKey: null,
     keyScope: 'http',
     createdAt: Date.now(),
+    ...overrides,
+  };
+}
+
+/** A GitHub sender of `addressId`; its secrets are a placeholder (storage never opens them). */
+export function senderRecord(addressId: string, overrides: Partial<SenderRecord> = {}): SenderRecord {
+  return {
+    addressId,
+    provider: 'github',
+    enforce: true,
+    toleranceSeconds: 300,
+    secretCount: 1,
+    sealedSecrets: 'sealed:abc',
+    sealedVerifyToken: null,
+    optionsJson: null,
+    updatedAt: Date.now(),
     ...overrides,
   };
 }

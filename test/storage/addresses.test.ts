@@ -2,9 +2,9 @@
 // engine: the same calls give the same records and outcomes on each.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { SenderRecord, Storage, ViewTokenRecord } from '../../src/storage/storage.js';
+import type { Storage, ViewTokenRecord } from '../../src/storage/storage.js';
 import { forEachStorage } from '../helpers/storage.js';
-import { addressRecord, appendInput } from '../helpers/records.js';
+import { addressRecord, appendInput, senderRecord } from '../helpers/records.js';
 
 const HOUR = 3_600_000;
 
@@ -22,21 +22,6 @@ function viewToken(addressId: string, overrides: Partial<ViewTokenRecord> = {}):
     label: null,
     createdAt: Date.now(),
     expiresAt: null,
-    ...overrides,
-  };
-}
-
-function sender(addressId: string, overrides: Partial<SenderRecord> = {}): SenderRecord {
-  return {
-    addressId,
-    provider: 'github',
-    enforce: true,
-    toleranceSeconds: 300,
-    secretCount: 1,
-    sealedSecrets: 'sealed:abc',
-    sealedVerifyToken: null,
-    optionsJson: null,
-    updatedAt: Date.now(),
     ...overrides,
   };
 }
@@ -75,7 +60,7 @@ await forEachStorage('addresses', (storage) => {
     const renamed = await storage().updateAddress(address.id, { name: 'Renamed', expiresAt: now + HOUR }, now);
     assert.deepEqual(await storage().getAddressBySlug(address.slug, now), renamed);
     assert.equal(await storage().getAddressBySlug(address.slug, now + HOUR), null);
-    assert.equal(await storage().putSender(sender(address.id), now), true);
+    assert.equal(await storage().putSender(senderRecord(address.id), now), true);
     assert.equal((await storage().getAddressBySlug(address.slug, now))?.hasSender, true);
     assert.equal(await storage().deleteAddress(address.id), true);
     assert.equal(await storage().getAddressBySlug(address.slug, now), null);
@@ -112,7 +97,7 @@ await forEachStorage('addresses', (storage) => {
       }),
       null,
     );
-    assert.equal(await storage().putSender(sender(address.id), now + 1000), false);
+    assert.equal(await storage().putSender(senderRecord(address.id), now + 1000), false);
   });
 
   test('update changes only the fields given; null clears taskId and expiresAt', async () => {
@@ -208,7 +193,7 @@ await forEachStorage('addresses', (storage) => {
     const address = await stored(storage());
     await storage().appendEvent({ event: appendInput(address.id), capacity: 10 });
     await storage().insertViewToken(viewToken(address.id), 5, Date.now());
-    await storage().putSender(sender(address.id), Date.now());
+    await storage().putSender(senderRecord(address.id), Date.now());
     assert.equal(await storage().deleteAddress(address.id), true);
     assert.equal(await storage().getAddress(address.id, Date.now()), null);
     assert.deepEqual((await storage().listEvents({ addressId: address.id, after: 0, limit: 10 })).events, []);
@@ -254,17 +239,22 @@ await forEachStorage('senders', (storage) => {
     const address = await stored(storage());
     const now = Date.now();
     assert.equal(await storage().getSender(address.id), null);
-    const first = sender(address.id, { optionsJson: '{"header":"x-sig"}', sealedVerifyToken: 'sealed:v' });
+    const first = senderRecord(address.id, { optionsJson: '{"header":"x-sig"}', sealedVerifyToken: 'sealed:v' });
     assert.equal(await storage().putSender(first, now), true);
     assert.deepEqual(await storage().getSender(address.id), first);
     assert.equal((await storage().getAddress(address.id, now))?.hasSender, true);
-    const second = sender(address.id, { provider: 'stripe', enforce: false, secretCount: 2, toleranceSeconds: 60 });
+    const second = senderRecord(address.id, {
+      provider: 'stripe',
+      enforce: false,
+      secretCount: 2,
+      toleranceSeconds: 60,
+    });
     assert.equal(await storage().putSender(second, now), true);
     assert.deepEqual(await storage().getSender(address.id), second);
     assert.equal(await storage().deleteSender(address.id), true);
     assert.equal(await storage().deleteSender(address.id), false);
     assert.equal(await storage().getSender(address.id), null);
     assert.equal((await storage().getAddress(address.id, now))?.hasSender, false);
-    assert.equal(await storage().putSender(sender('addr_unknown'), now), false);
+    assert.equal(await storage().putSender(senderRecord('addr_unknown'), now), false);
   });
 });
