@@ -182,13 +182,13 @@ export interface TakeTokenParams {
   now: number;
 }
 
-/** What appendEvent takes: the event and the bounds of its address's queue. */
 /** The inbox credentials an address admitted a delivery with (AppendParams.admittedBy). */
 export type InboxCredentials = Pick<
   AddressRecord,
   'ingressSecretDigest' | 'previousIngressDigest' | 'previousIngressUntil'
 >;
 
+/** What appendEvent takes: the event and the bounds of its address's queue. */
 export interface AppendParams {
   event: AppendInput;
   /**

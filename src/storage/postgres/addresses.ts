@@ -3,6 +3,7 @@
 // (pg_notify), so that every instance re-checks what an old credential holds open. The
 // addresses looked up lately are kept to admit inbox deliveries without a round trip; their
 // appends check, under the row lock, that what admitted them still holds (docs/scale-out.md).
+import { AddressCache, isLive } from '../address-cache.js';
 import { Batches } from '../batches.js';
 import { ADDRESSES, NEW_ADDRESS_COLUMNS, NEW_ADDRESS_FIELDS, placeholders } from '../tables.js';
 import type { AddressChanges, AddressRecord, ReplaceReadTokenParams } from '../storage.js';
@@ -15,8 +16,6 @@ export const LIVE = '(expires_at IS NULL OR expires_at > $2)';
 
 /** Address look-ups (every delivery's inbox check), a few batches at a time. */
 const LOOKUP_BATCHES = { inFlight: 2, maxItems: 500 } as const;
-/** Addresses kept from look-ups (about 1 KiB each); the oldest read goes first. */
-const RECENT_ADDRESSES = 20_000;
 
 const SQL = namedStatements('address', {
   insert: `INSERT INTO addresses (${NEW_ADDRESS_COLUMNS}) VALUES (${placeholders('postgres', NEW_ADDRESS_FIELDS.length)})`,
@@ -69,8 +68,8 @@ const first = (rows: object[]) => (rows[0] ? ADDRESSES.fromRow(rows[0]) : null);
 export class PgAddresses {
   /** Look-ups that arrive together go as one statement. */
   private readonly lookups: Batches<QueuedLookup>;
-  /** The addresses last read, by id, in the order read (storage.ts recentAddress). */
-  private readonly recent = new Map<string, AddressRecord>();
+  /** The addresses last read (storage.ts recentAddress). */
+  private readonly recent = new AddressCache();
 
   constructor(
     private readonly db: PgConnection,
@@ -98,41 +97,32 @@ export class PgAddresses {
 
   /** The address as last read here, if live at `now`; its append re-checks what admits a delivery. */
   recentlyRead(id: string, now: number): AddressRecord | null {
-    const address = this.recent.get(id);
-    return address && (address.expiresAt === null || address.expiresAt > now) ? address : null;
+    return this.recent.get(id, now) ?? null;
   }
 
   /** Drops what this instance is about to change, so that the next delivery reads it afresh. */
   forget(id: string): void {
-    this.recent.delete(id);
+    this.recent.forget(id);
   }
 
   private async lookUp(batch: QueuedLookup[]): Promise<void> {
     try {
-      const { rows } = await this.db.query(SQL.byIds, [[...new Set(batch.map((l) => l.id))]]);
+      const ids = new Set(batch.map((l) => l.id));
+      const { rows } = await this.db.query(SQL.byIds, [[...ids]]);
       const found = new Map<string, AddressRecord>();
       for (const row of rows) {
-        const address = Object.freeze(ADDRESSES.fromRow(row));
+        const address = this.recent.keep(ADDRESSES.fromRow(row));
         found.set(address.id, address);
       }
-      for (const id of new Set(batch.map((l) => l.id))) this.keep(id, found.get(id));
+      for (const id of ids) if (!found.has(id)) this.recent.forget(id);
       for (const lookup of batch) {
         const address = found.get(lookup.id);
         // Live at the look-up's own time, as LIVE says in SQL.
-        const live = address && (address.expiresAt === null || address.expiresAt > lookup.now);
-        lookup.resolve(live ? address : null);
+        lookup.resolve(address && isLive(address, lookup.now) ? address : null);
       }
     } catch (error) {
       for (const lookup of batch) lookup.reject(error);
     }
-  }
-
-  /** Keeps the address just read (or forgets one gone), within RECENT_ADDRESSES. */
-  private keep(id: string, address: AddressRecord | undefined): void {
-    this.recent.delete(id);
-    if (!address) return;
-    if (this.recent.size >= RECENT_ADDRESSES) this.recent.delete(this.recent.keys().next().value!);
-    this.recent.set(id, address);
   }
 
   async bySlug(slug: string, now: number): Promise<AddressRecord | null> {

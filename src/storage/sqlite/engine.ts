@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { AddressCache, ADDRESS_CACHE_SIZE } from '../address-cache.js';
 import { newEventId } from '../event-ids.js';
 import { insertedEvent } from '../tables.js';
 import { lockForThisProcess, migrate, openSqlite, restrictToOwner, type Synchronous } from './connection.js';
@@ -77,8 +78,6 @@ interface InFlight {
 /** A request before it is numbered (Omit that keeps a union a union). */
 type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
 
-/** Address records kept in memory (about 1 KiB each); the oldest read goes first. */
-const ADDRESS_CACHE_SIZE = 20_000;
 /** Events one purge step removes: a few milliseconds of the writer, then appends go first. */
 const PURGE_STEP_EVENTS = 1000;
 
@@ -144,7 +143,7 @@ export class SqliteStorage implements Storage {
    * write that changes or removes it (see forgetAround); expiry itself is checked against
    * `now` on every hit, as the SQL does.
    */
-  private readonly addressCache = new Map<string, AddressRecord>();
+  private readonly addressCache = new AddressCache();
   /**
    * The id each slug named when last read (every email's recipient check asks by slug). A
    * slug names one address for as long as that address exists, so while the address is
@@ -240,10 +239,10 @@ export class SqliteStorage implements Storage {
   }
 
   async getAddress(id: string, now: number): Promise<AddressRecord | null> {
-    const cached = this.addressCache.get(id);
-    if (cached) return cached.expiresAt === null || cached.expiresAt > now ? cached : null;
+    const cached = this.addressCache.get(id, now);
+    if (cached !== undefined) return cached;
     const found = read(() => this.reads.addresses.byId(id, now));
-    return found && this.cacheAddress(found);
+    return found && this.addressCache.keep(found);
   }
 
   /** None: getAddress is exact and in memory here, and every change goes through this process. */
@@ -253,21 +252,13 @@ export class SqliteStorage implements Storage {
 
   async getAddressBySlug(slug: string, now: number): Promise<AddressRecord | null> {
     const hinted = this.slugIds.get(slug);
-    const cached = hinted === undefined ? undefined : this.addressCache.get(hinted);
-    if (cached) return cached.expiresAt === null || cached.expiresAt > now ? cached : null;
+    const cached = hinted === undefined ? undefined : this.addressCache.get(hinted, now);
+    if (cached !== undefined) return cached;
     const found = read(() => this.reads.addresses.bySlug(slug, now));
     if (!found) return null;
     if (this.slugIds.size >= ADDRESS_CACHE_SIZE) this.slugIds.delete(this.slugIds.keys().next().value!);
     this.slugIds.set(slug, found.id);
-    return this.cacheAddress(found);
-  }
-
-  /** Keeps an address just read; the oldest kept goes first. */
-  private cacheAddress(found: AddressRecord): AddressRecord {
-    const record = Object.freeze(found);
-    if (this.addressCache.size >= ADDRESS_CACHE_SIZE) this.addressCache.delete(this.addressCache.keys().next().value!);
-    this.addressCache.set(record.id, record);
-    return record;
+    return this.addressCache.keep(found);
   }
 
   async deleteAddress(id: string): Promise<boolean> {
@@ -278,11 +269,11 @@ export class SqliteStorage implements Storage {
 
   /** Drops the cached address now and once the write lands: a read meanwhile may cache it again. */
   private async forgetAround<T>(id: string, write: Promise<T>): Promise<T> {
-    this.addressCache.delete(id);
+    this.addressCache.forget(id);
     try {
       return await write;
     } finally {
-      this.addressCache.delete(id);
+      this.addressCache.forget(id);
     }
   }
 
@@ -392,7 +383,7 @@ export class SqliteStorage implements Storage {
     const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
     for (;;) {
       const step = await this.call('purgeStep', now, retainAfter, PURGE_STEP_EVENTS);
-      for (const id of step.expiredAddressIds) this.addressCache.delete(id);
+      for (const id of step.expiredAddressIds) this.addressCache.forget(id);
       result.expiredAddressIds.push(...step.expiredAddressIds);
       result.eventsPurged += step.eventsPurged;
       if (step.done) return result;
