@@ -23,7 +23,7 @@ import { compileServers, perUnit, startChild, threadsText, type BenchChild, type
 import { MATCHING_FILTER, measureReading, pagePaths, PAGE_SIZE, UNMATCHED_FILTER } from './reading.js';
 import { prefill } from './prefill.js';
 import { postgresCpuMs, postgresVersion, withBenchDatabase } from './postgres.js';
-import { measureSmtp, type SmtpResult } from './smtp.js';
+import { meanSmtp, measureSmtp, type SmtpResult } from './smtp.js';
 import { measureWake } from './wake.js';
 import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
 
@@ -109,6 +109,29 @@ function loadLine(label: string, r: LoadResult, unit = 'req/s', baseline?: LoadR
   const ratio = baseline ? `  ×${(r.rps / baseline.rps).toFixed(2)} of baseline` : '';
   return `${label.padEnd(44)} ${fmt(r.rps).padStart(8)} ${unit}  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}${busyText(r.machineBusy)}${ratio}`;
 }
+
+/**
+ * The baseline a headline ratio is taken against: the mean of a run just before the Roost
+ * run and one just after, because the machine's speed drifts from one minute to the next.
+ * How far apart the two were is printed with it: the margin of that ratio.
+ */
+async function bracketed<T>(
+  before: T,
+  again: () => Promise<T>,
+  how: { line: (label: string, r: T) => string; mean: (a: T, b: T) => T; rate: (r: T) => number },
+): Promise<T> {
+  const after = await again();
+  report(how.line('baseline again, after that Roost run', after));
+  const [low, high] = [how.rate(before), how.rate(after)].sort((a, b) => a - b);
+  const mean = how.mean(before, after);
+  report(how.line(`baseline: the mean of both runs (${fmt((100 * (high - low)) / low)}% apart)`, mean));
+  return mean;
+}
+const httpBracket = (unit: string) => ({
+  line: (label: string, r: LoadResult) => loadLine(label, r, unit),
+  mean: meanLoad,
+  rate: (r: LoadResult) => r.rps,
+});
 
 function heldBaselineLine(label: string, held: HeldPollsResult): string {
   const perPoll = ((held.rssHoldingMiB - held.rssIdleMiB) * 1024) / held.polls;
@@ -215,26 +238,19 @@ async function main(): Promise<void> {
 
   let bare: LoadResult | undefined;
   const measureBare = () => measureIngest(baseline.url, baselineInboxes(INGEST_ADDRESSES), { connections, ...timing });
-  if (only.has('ingest') || only.has('prefilled') || only.has('postgres')) {
+  if (only.has('ingest') || only.has('prefilled')) {
     report(`Ingest: small JSON deliveries rotating across ${INGEST_ADDRESSES} inbox URLs`);
     bare = await measureBare();
     report(loadLine('baseline: bare Fastify, parse + 202', bare));
   }
   const bareSoFar = async () => bare;
   if (only.has('ingest')) {
-    // The headline figure is bracketed by two runs of the baseline and compared with their
-    // mean: the bare baseline, CPU-bound with the load generator on the same cores, varied by
-    // up to ±10% from one run to the next here, where Roost's figure varied by ±4%.
+    // The bare baseline, CPU-bound with the load generator on the same cores, varied by up
+    // to ±10% from one run to the next here, where Roost's figure varied by ±4%.
     await roostIngest(
       'Roost, synchronous=FULL, group commit',
       [],
-      async () => {
-        const again = await measureBare();
-        report(loadLine('baseline again, after that Roost run', again));
-        bare = meanLoad(bare!, again);
-        report(loadLine('baseline: the mean of both runs', bare));
-        return bare;
-      },
+      async () => (bare = await bracketed(bare!, measureBare, httpBracket('req/s'))),
       { profile: 'ingest' },
     );
     if (!values['no-references'])
@@ -274,10 +290,13 @@ async function main(): Promise<void> {
   if (only.has('postgres')) {
     // The scale-out engine on this machine: every append is its own transaction (row lock on
     // the address, NOTIFY on commit); PostgreSQL shares WAL flushes between concurrent commits.
+    report(`PostgreSQL: the same deliveries, ${INGEST_ADDRESSES} inbox URLs, one instance`);
     const outcome = await withBenchDatabase(async (url) => {
       const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), { DATABASE_URL: url }) });
       try {
         const addresses = await createAddresses(roost.url, INGEST_ADDRESSES);
+        const before = await measureBare();
+        report(loadLine('baseline: bare Fastify, parse + 202', before));
         let mark: CpuMark | undefined;
         let postgresBefore = 0;
         const result = await profiled(roost, 'postgres', () =>
@@ -287,21 +306,18 @@ async function main(): Promise<void> {
           }),
         );
         const postgresUs = ((postgresCpuMs() - postgresBefore) * 1000) / result.total;
-        return { result, cpu: `${cpuLine(roost, mark!, result.total)}; PostgreSQL's processes ${fmt(postgresUs)} µs` };
-      } finally {
+        const cpu = `${cpuLine(roost, mark!, result.total)}; PostgreSQL's processes ${fmt(postgresUs)} µs`;
         await stop(roost);
+        return { result, cpu, base: await bracketed(before, measureBare, httpBracket('req/s')) };
+      } finally {
+        if (children.includes(roost)) await stop(roost);
       }
     });
     if (outcome.ok) {
-      report(
-        loadLine(
-          `Roost on PostgreSQL ${(await postgresVersion()).split(' ')[0]}, same machine`,
-          outcome.value.result,
-          'req/s',
-          bare,
-        ),
-      );
-      report(`${''.padEnd(44)} ${outcome.value.cpu}`);
+      const { result, cpu, base } = outcome.value;
+      const version = (await postgresVersion()).split(' ')[0];
+      report(loadLine(`Roost on PostgreSQL ${version}, same machine`, result, 'req/s', base));
+      report(`${''.padEnd(44)} ${cpu}`);
     } else report(`Roost on PostgreSQL: skipped, ${outcome.reason}`);
     report('');
   }
@@ -400,11 +416,11 @@ async function main(): Promise<void> {
         const read = await profiled(roost, 'reading', () =>
           measureReading(roost.url, address, paths, { connections, ...timing }),
         );
-        // Bracketed as ingest is: the baseline moves with the machine's load from run to run.
-        const bareAfter = await measureReading(baseline.url, address, paths, { connections, ...timing });
-        report(loadLine('baseline again, after that Roost run', bareAfter, 'pages/s'));
-        const bare = meanLoad(bareBefore, bareAfter);
-        report(loadLine('baseline: the mean of both runs', bare, 'pages/s'));
+        const bare = await bracketed(
+          bareBefore,
+          () => measureReading(baseline.url, address, paths, { connections, ...timing }),
+          httpBracket('pages/s'),
+        );
         report(loadLine('Roost', read, 'pages/s', bare));
         report(`${''.padEnd(44)} = ${fmt(read.rps * PAGE_SIZE)} events/s`);
         // The pages above are read again and again, so their events' text is kept from the
@@ -465,7 +481,15 @@ async function main(): Promise<void> {
           roost.threadCpuMs(),
         ),
       );
-      report(smtpLine('Roost (stored durably before 250)', mail, bare));
+      const sink = await bracketed(
+        bare,
+        () =>
+          measureSmtp(baseline.smtpPort!, recipients, { connections: SMTP_CONNECTIONS, ...timing }, () =>
+            baseline.threadCpuMs(),
+          ),
+        { line: (label, r) => smtpLine(label, r), mean: meanSmtp, rate: (r) => r.rate },
+      );
+      report(smtpLine('Roost (stored durably before 250)', mail, sink));
       // The 250s were real: the messages are in the queues as email events.
       const page = await fetch(`${roost.url}${addresses[0].eventsPath}?limit=1`, {
         headers: { authorization: `Bearer ${addresses[0].readToken}` },

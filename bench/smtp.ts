@@ -22,6 +22,26 @@ export interface SmtpResult {
   machineBusy: number;
 }
 
+/** Two runs of one figure as one: rates and percentiles averaged, CPU a message weighted by the messages of each. */
+export function meanSmtp(a: SmtpResult, b: SmtpResult): SmtpResult {
+  const sent = a.sent + b.sent;
+  const weighted = (pick: (r: SmtpResult) => number) => (pick(a) * a.sent + pick(b) * b.sent) / sent;
+  const kinds = Object.keys(a.serverThreadsMs) as Array<keyof ThreadCpu>;
+  return {
+    rate: (a.rate + b.rate) / 2,
+    sent,
+    failed: a.failed + b.failed,
+    p50: (a.p50 + b.p50) / 2,
+    p99: (a.p99 + b.p99) / 2,
+    serverCpuMs: weighted((r) => r.serverCpuMs),
+    serverThreadsMs: Object.fromEntries(
+      kinds.map((kind) => [kind, weighted((r) => r.serverThreadsMs[kind])]),
+    ) as unknown as ThreadCpu,
+    loadCpuMs: weighted((r) => r.loadCpuMs),
+    machineBusy: (a.machineBusy + b.machineBusy) / 2,
+  };
+}
+
 export async function measureSmtp(
   port: number,
   recipients: string[],
