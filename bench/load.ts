@@ -18,6 +18,8 @@ export interface LoadResult {
    * and anything else): a figure below its cores' worth is held back by something else.
    */
   machineBusy: number;
+  /** What the run cost the cores a request, as the bench prints it, where it was measured. */
+  cpu?: string;
 }
 
 export interface LoadOptions {
