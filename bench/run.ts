@@ -300,9 +300,9 @@ async function main(): Promise<void> {
   }
 
   if (only.has('postgres')) {
-    // The scale-out engine on this machine: every append is its own transaction (row lock on
-    // the address, NOTIFY on commit); PostgreSQL shares WAL flushes between concurrent commits.
-    report(`PostgreSQL: the same deliveries, ${INGEST_ADDRESSES} inbox URLs, one instance`);
+    // The scale-out engine on this machine: the appends of each moment in one statement (the
+    // addresses' rows locked), the wake-ups announced after its commit (BENCHMARKS.md).
+    report(`PostgreSQL: small JSON deliveries rotating across ${INGEST_ADDRESSES} inbox URLs, one instance`);
     const outcome = await withBenchDatabase(async (url) => {
       const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), { DATABASE_URL: url }) });
       try {
