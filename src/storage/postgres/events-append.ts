@@ -5,8 +5,8 @@
 // Appends that arrive together go as one statement (batches.ts); what it cannot decide
 // alone runs through the full transaction. A committed append is announced with
 // `NOTIFY roost_wake, '<addressId>'` right after its commit, batched per turn of the event
-// loop — not inside the append's transaction, where a NOTIFY's database-wide lock would
-// make every commit, and its WAL flush, wait for the one before.
+// loop — not inside the append's transaction, where a NOTIFY's lock, one for the whole
+// server (docs/scale-out.md), would make every commit, and its WAL flush, wait for the one before.
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { fitsAsIs, fitsAsIsSql, makeRoom, type Evictable, type RoomDecision } from '../append-policy.js';
