@@ -6,7 +6,8 @@
 // alone runs through the full transaction. A committed append is announced with
 // `NOTIFY roost_wake, '<addressId>'` right after its commit, batched per turn of the event
 // loop — not inside the append's transaction, where a NOTIFY's lock, one for the whole
-// server (docs/scale-out.md), would make every commit, and its WAL flush, wait for the one before.
+// server (docs/scale-out.md), would make every commit, and its WAL flush, wait for the
+// one before.
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { fitsAsIs, fitsAsIsSql, makeRoom, type Evictable, type RoomDecision } from '../append-policy.js';
