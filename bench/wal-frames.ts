@@ -3,10 +3,13 @@
 // the WAL's frame headers are then read back and each page named after the B-tree that owns
 // it (SQLite's dbstat table). The WAL bytes per event are what the writer pays for in
 // write(2), checksums and the fsync's writeback (BENCHMARKS.md, "What bounds each figure").
+// It also times each measured commit, fsync included, with nothing else running: set beside
+// the bench's commits under load, the difference is what sharing the cores costs a commit.
 //   node --import tsx bench/wal-frames.ts [--addresses 1000] [--batch 24] [--warm-commits 3000]
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { newAddressId } from '../src/core/secrets.js';
 import { newEventId } from '../src/storage/event-ids.js';
@@ -14,6 +17,7 @@ import { migrate, openSqlite } from '../src/storage/sqlite/connection.js';
 import { SqliteWrites, toAppendTuple, type AppendTuple } from '../src/storage/sqlite/writes.js';
 import type { AppendInput } from '../src/storage/storage.js';
 import { shuffled, SMALL_EVENT } from './fixtures.js';
+import { percentile } from './load.js';
 
 const { values } = parseArgs({
   options: {
@@ -59,7 +63,10 @@ try {
   );
   const data = JSON.stringify(JSON.parse(SMALL_EVENT).data);
   let next = 0;
+  /** Milliseconds each commit took, appends and fsync together. */
+  const took: number[] = [];
   const commit = (count: number) => {
+    took.length = 0;
     for (let c = 0; c < count; c++) {
       const batch: AppendTuple[] = Array.from({ length: BATCH }, () => {
         const now = Date.now();
@@ -75,7 +82,10 @@ try {
         };
         return toAppendTuple(input, newEventId(now), 1000);
       });
-      for (const outcome of writes.appendBatch(batch))
+      const startedAt = performance.now();
+      const outcomes = writes.appendBatch(batch);
+      took.push(performance.now() - startedAt);
+      for (const outcome of outcomes)
         if (outcome.status !== 'created') throw new Error(`an append was not stored: ${JSON.stringify(outcome)}`);
     }
   };
@@ -108,6 +118,16 @@ try {
   );
   for (const [name, count] of [...byOwner].sort((a, b) => b[1] - a[1]))
     console.log(`  ${(count / MEASURED_COMMITS).toFixed(1).padStart(5)}  ${name}`);
+  const timing = (label: string) =>
+    console.log(
+      `each commit alone, ${label}: p50 ${percentile(took, 50).toFixed(2)} ms, p99 ${percentile(took, 99).toFixed(2)} ms`,
+    );
+  timing('the WAL growing (as before the first checkpoint)');
+  // The server's WAL after its first checkpoint is written over from its start: no new
+  // blocks, so each fsync has no file-system metadata to write.
+  db.pragma('wal_checkpoint(RESTART)');
+  commit(MEASURED_COMMITS);
+  timing('the WAL written over (as after a checkpoint)');
 } finally {
   db.close();
   rmSync(dir, { recursive: true, force: true });
