@@ -49,7 +49,10 @@ function stdoutInBlocks(): DestinationStream {
   const blocks = pino.destination({
     dest: 1,
     sync: false,
-    minLength: 8 * 1024,
+    // Each block written is a hand-off to libuv's thread pool: larger blocks, fewer of them
+    // (BENCHMARKS.md, "The log's block"). maxWrite must exceed minLength.
+    minLength: 64 * 1024,
+    maxWrite: 256 * 1024,
     periodicFlush: LOG_FLUSH_MS,
     contentMode: 'buffer',
     // sonic-boom's types describe its text mode only: in buffer mode write takes bytes.

@@ -34,7 +34,7 @@ function runLogging(body: string, onLine?: (line: string, stdin: Writable) => vo
 
 test('lines are written whole and in order, UTF-8 intact, and those buffered at exit go out', async () => {
   const lines: Array<{ i: number; text: string }> = [];
-  // More than a block (8 KiB) and less: the last lines are still buffered when the process ends.
+  // More than a block (64 KiB) and less: the last lines are still buffered when the process ends.
   const { code, rest } = await runLogging(
     `for (let i = 0; i < 5003; i++) logger.info({ i, text: 'é🙂'.repeat(i % 7) + 'x' }, 'line');`,
     (line) => lines.push(JSON.parse(line) as { i: number; text: string }),
