@@ -215,7 +215,9 @@ async function readCold(): Promise<LoadResult> {
   try {
     const [address] = await createAddresses(roost.url, 1);
     await fill(roost.url, address, QUEUE_CAPACITY);
-    return await measureReading(roost.url, address, pagePaths(address, QUEUE_CAPACITY), { connections, ...timing });
+    return await profiled(roost, 'reading-cold', () =>
+      measureReading(roost.url, address, pagePaths(address, QUEUE_CAPACITY), { connections, ...timing }),
+    );
   } finally {
     await stop(roost);
   }

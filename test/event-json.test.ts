@@ -52,6 +52,30 @@ test('eventJson and pageJson write what JSON.stringify writes of toWireEvent and
   );
 });
 
+test('a page of shared records kept by earlier pages, in any mix, is what JSON.stringify writes', () => {
+  // Pages of one address overlap, skip events (acknowledged, filtered) and mix records kept
+  // by different reads: pageBody joins the bytes each record keeps (some in one slice, some
+  // apart) and must still write each event once, in order, a comma between two.
+  const subsequence = <T>(items: T[], picks: boolean[]) => items.filter((_, i) => picks[i % picks.length]);
+  fc.assert(
+    fc.property(
+      fc.array(record, { maxLength: 12 }),
+      fc.array(fc.array(fc.boolean(), { minLength: 1, maxLength: 12 }), { maxLength: 4 }),
+      fc.boolean(),
+      fc.nat(),
+      (records, reads, hasMore, latest) => {
+        const shared = records.map((r) => shareEventRecord({ ...r }));
+        for (const picks of [...reads, [true]]) {
+          const page = { records: subsequence(shared, picks), hasMore, after: 0, latestSequence: latest };
+          const expected = JSON.stringify(toPage({ ...page, records: subsequence(records, picks) }));
+          assert.equal(pageBody(page).toString(), expected);
+        }
+      },
+    ),
+    { numRuns: 500 },
+  );
+});
+
 test("an event's keys come in the order of the Event schema", () => {
   const schemaOrder = Object.keys(EventSchema.properties);
   fc.assert(

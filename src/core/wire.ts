@@ -4,13 +4,12 @@ import type { Address, Event, EventPage } from '../contract/schemas.js';
 import type { ViewToken } from '../contract/credential-schemas.js';
 import {
   isSharedEventRecord,
-  WRITTEN,
   type AddressRecord,
   type EventPageRecord,
   type EventRecord,
   type ViewTokenRecord,
 } from '../storage/storage.js';
-import { eventJson, eventJsonParts, keepEventBytes } from './event-json.js';
+import { eventJson, eventJsonParts, keepEventBytes, keptEventRuns } from './event-json.js';
 import { isoTime } from './iso-time.js';
 import type { DeliveryResult } from './service-types.js';
 
@@ -108,7 +107,6 @@ export function pageJson(page: RecordPage): string {
 }
 
 const PAGE_OPEN = Buffer.from('{"events":[');
-const COMMA = Buffer.from(',');
 
 /**
  * pageJson as the body of an answer, in UTF-8 bytes copied from those each record keeps
@@ -119,13 +117,7 @@ export function pageBody(page: RecordPage): string | Buffer {
   const shared = page.records;
   if (!shared.every(isSharedEventRecord)) return pageJson(page);
   keepEventBytes(shared);
-  const parts: Uint8Array[] = [PAGE_OPEN];
-  for (let i = 0; i < shared.length; i++) {
-    if (i > 0) parts.push(COMMA);
-    parts.push(shared[i][WRITTEN]!);
-  }
-  parts.push(Buffer.from(pageTail(page)));
-  return Buffer.concat(parts);
+  return Buffer.concat([PAGE_OPEN, ...keptEventRuns(shared), Buffer.from(pageTail(page))]);
 }
 
 /**
