@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { clientKey } from '../src/http/client-ip.js';
-import { scrubSecrets } from '../src/redact.js';
+import { redactRequestUrl, scrubSecrets } from '../src/redact.js';
 import { forEachEngine } from './helpers/engines.js';
 import { startTestServer } from './helpers/server.js';
 import { createAddress, deliver, listEvents, request } from './helpers/http.js';
@@ -488,6 +488,34 @@ describe('the pieces, one by one', () => {
       assert.equal(scrubSecrets(`{"msg":"x ${secret} y"}`), '{"msg":"x [REDACTED] y"}', secret);
     }
     assert.equal(scrubSecrets('roost_deliveries_total and 50%'), 'roost_deliveries_total and 50%');
+  });
+
+  it("redactRequestUrl: the route's pattern, parameters filled in and encoded, secret ones and credential queries cut", () => {
+    const secret = `roost_ingress_${'A'.repeat(43)}`;
+    const logged = (pattern: string, params: Record<string, string>, url = '/whatever') =>
+      redactRequestUrl({ url, routeOptions: { url: pattern }, params });
+    assert.equal(
+      logged(
+        '/api/v1/inbox/:addressId/:secret',
+        { addressId: 'addr_1', secret },
+        `/api/v1/inbox/addr_1/${secret}?raw=1`,
+      ),
+      '/api/v1/inbox/addr_1/[REDACTED]?raw=1',
+    );
+    assert.equal(
+      logged('/api/v1/inbox/:addressId/callbacks/:callbackId/:callbackSecret', {
+        addressId: 'addr_1',
+        callbackId: 'cb_2',
+        callbackSecret: secret,
+      }),
+      '/api/v1/inbox/addr_1/callbacks/cb_2/[REDACTED]',
+    );
+    // A value is written encoded, a missing one empty, and one shaped like a secret is cut anyway.
+    assert.equal(logged('/a/:x/b/:y', { x: 'a b/c?' }), '/a/a%20b%2Fc%3F/b/');
+    assert.equal(logged('/a/:x', { x: secret }), '/a/[REDACTED]');
+    assert.equal(logged('/health', {}, '/health?token=abc&after=3'), '/health?token=[REDACTED]&after=3');
+    // The same pattern again, with other values: nothing of the first request stays.
+    assert.equal(logged('/a/:x/b/:y', { x: '1', y: '2' }), '/a/1/b/2');
   });
 
   it('clientKey: IPv4 as is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64 however written', () => {
