@@ -79,6 +79,12 @@ export function meanLoad(a: LoadResult, b: LoadResult): LoadResult {
   };
 }
 
+/** A figure as the reports print it: grouped thousands, `digits` decimals, n/a when not a number. */
+export const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n)
+    ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : 'n/a';
+
 /** Nearest-rank percentile of a list of numbers (sorted here). */
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return NaN;

@@ -3,7 +3,8 @@
 // loop, and talks to them over the IPC channel (ready, stats, stop).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -12,7 +13,8 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The child entries, compiled together with src/ (and so everything they import). */
 const ENTRIES = ['bench/server.ts', 'bench/baseline.ts', 'bench/smtp-sink.ts'];
 // Inside node_modules so that the compiled files resolve packages as src/ does.
-const COMPILED = join(ROOT, 'node_modules', '.cache', 'roost-bench');
+const CACHE = join(ROOT, 'node_modules', '.cache');
+const COMPILED = join(CACHE, 'roost-bench');
 let compiled = false;
 
 /**
@@ -21,18 +23,51 @@ let compiled = false;
  * Returns false (the children then run through tsx) when the compiler is not there.
  */
 export function compileServers(): boolean {
+  const failure = compileTree(ROOT, COMPILED);
+  compiled = failure === undefined;
+  if (failure) process.stderr.write(`bench: could not compile the servers (running them through tsx):\n${failure}\n`);
+  return compiled;
+}
+
+/**
+ * The servers of another commit, compiled beside this tree's (bench/compare.ts): its src/
+ * and bench/ as `git archive` gives them (and its package.json, which makes them modules),
+ * with this tree's node_modules. Returns the
+ * directory to start children from (ChildOptions.tree).
+ */
+export function compileRevision(revision: string): string {
+  // Outside node_modules: TypeScript emits nothing for a file whose path goes through one.
+  const source = join(tmpdir(), 'roost-bench-revision-src');
+  const into = join(CACHE, 'roost-bench-revision');
+  rmSync(source, { recursive: true, force: true });
+  mkdirSync(source, { recursive: true });
+  symlinkSync(join(ROOT, 'node_modules'), join(source, 'node_modules'));
+  const archive = spawnSync('git', ['archive', '--format=tar', revision, 'package.json', 'src', 'bench'], {
+    cwd: ROOT,
+    maxBuffer: 1 << 30,
+  });
+  if (archive.status !== 0) throw new Error(`git archive ${revision}: ${archive.stderr.toString().trim()}`);
+  const unpacked = spawnSync('tar', ['-x', '-C', source], { input: archive.stdout });
+  if (unpacked.status !== 0) throw new Error(`unpacking ${revision}: ${unpacked.stderr.toString().trim()}`);
+  const failure = compileTree(source, into);
+  if (failure) throw new Error(`could not compile the servers of ${revision}:\n${failure}`);
+  return into;
+}
+
+/** Compiles ENTRIES of the tree at `source` into `into`; the compiler's output when it fails. */
+function compileTree(source: string, into: string): string | undefined {
   const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  if (!existsSync(tsc)) return false;
-  rmSync(COMPILED, { recursive: true, force: true });
+  if (!existsSync(tsc)) return 'no TypeScript compiler in node_modules';
+  rmSync(into, { recursive: true, force: true });
   const result = spawnSync(
     process.execPath,
     [
       tsc,
       '--ignoreConfig', // TypeScript 6 refuses files on the command line beside a tsconfig.json otherwise
       '--outDir',
-      COMPILED,
+      into,
       '--rootDir',
-      ROOT,
+      source,
       '--module',
       'NodeNext',
       '--moduleResolution',
@@ -46,16 +81,12 @@ export function compileServers(): boolean {
       '--noCheck',
       ...ENTRIES,
     ],
-    { cwd: ROOT, encoding: 'utf8' },
+    { cwd: source, encoding: 'utf8' },
   );
-  compiled = result.status === 0 && existsSync(join(COMPILED, 'bench', 'server.js'));
+  if (result.status !== 0 || !existsSync(join(into, 'bench', 'server.js'))) return result.stdout + result.stderr;
   // Node stops looking for the package scope at node_modules: say that these are modules.
-  if (compiled) writeFileSync(join(COMPILED, 'package.json'), '{ "type": "module" }\n');
-  if (!compiled)
-    process.stderr.write(
-      `bench: could not compile the servers (running them through tsx):\n${result.stdout}${result.stderr}\n`,
-    );
-  return compiled;
+  writeFileSync(join(into, 'package.json'), '{ "type": "module" }\n');
+  return undefined;
 }
 
 export interface Ready {
@@ -140,10 +171,13 @@ export interface ChildOptions {
   env?: Record<string, string>;
   /** Extra node flags, e.g. --cpu-prof. */
   nodeArgs?: string[];
+  /** Compiled servers to start the entry from (compileRevision); this tree's by default. */
+  tree?: string;
 }
 
 export async function startChild(entry: string, options: ChildOptions = {}): Promise<BenchChild> {
-  const program = compiled ? [join(COMPILED, entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', entry];
+  const tree = options.tree ?? (compiled ? COMPILED : undefined);
+  const program = tree ? [join(tree, entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', entry];
   const child: ChildProcess = spawn(
     process.execPath,
     [...(options.nodeArgs ?? []), ...program, ...(options.args ?? [])],

@@ -13,10 +13,10 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createAddresses, fill, roostEnv } from './fixtures.js';
+import { createAddresses, fill, MANY_CLIENTS, roostEnv } from './fixtures.js';
 import { baselineInboxes, measureIngest } from './ingest.js';
 import { measureHeldPolls, type HeldPollsResult } from './held-polls.js';
-import { meanLoad, percentile, type LoadResult } from './load.js';
+import { fmt, meanLoad, percentile, type LoadResult } from './load.js';
 import { measureFsync } from './disk.js';
 import { describeMachine, loadAverage } from './machine.js';
 import { compileServers, perUnit, startChild, threadsText, type BenchChild, type ThreadCpu } from './processes.js';
@@ -45,15 +45,6 @@ const quick = values.quick;
 const connections = Number(values.connections);
 const ALL = ['ingest', 'wake', 'polls', 'reading', 'smtp', 'prefilled', 'postgres'];
 
-// All the bench's load comes from one peer, 127.0.0.1, where the per-client caps (HTTP
-// connections and held polls, SMTP connections and messages) stand for many clients:
-// raised, not removed, so that their accounting is still paid.
-const manyClients = {
-  ROOST_MAX_CONNECTIONS_PER_IP: '1000000',
-  ROOST_MAX_WAITERS_PER_IP: '1000000',
-  ROOST_SMTP_MAX_CONNECTIONS_PER_IP: '10000',
-  ROOST_SMTP_MESSAGE_RATE: '1000000/sec',
-};
 const only = new Set(values.only ? values.only.split(',') : ALL);
 const timing = quick ? { durationS: 3, warmupS: 1 } : { durationS: 10, warmupS: 3 };
 const INGEST_ADDRESSES = quick ? 200 : 1000;
@@ -94,10 +85,6 @@ async function stop(child: BenchChild): Promise<void> {
   children.splice(children.indexOf(child), 1);
 }
 
-const fmt = (n: number, digits = 0) =>
-  Number.isFinite(n)
-    ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
-    : 'n/a';
 const lines: string[] = [];
 function report(line: string): void {
   lines.push(line);
@@ -209,7 +196,7 @@ async function roostIngest(
 /** The reading figure on a Roost that keeps no event from one read to the next. */
 async function readCold(): Promise<LoadResult> {
   const roost = await start('bench/server.ts', {
-    env: roostEnv(freshDb(), manyClients),
+    env: roostEnv(freshDb(), MANY_CLIENTS),
     args: ['--recent-event-bytes', '0'],
   });
   try {
@@ -338,7 +325,7 @@ async function main(): Promise<void> {
 
   const needsRoost = ['wake', 'polls', 'reading'].some((s) => only.has(s));
   if (needsRoost) {
-    const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), manyClients) });
+    const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), MANY_CLIENTS) });
     try {
       if (only.has('wake')) {
         const [address] = await createAddresses(roost.url, 1);
@@ -471,7 +458,7 @@ async function main(): Promise<void> {
   }
 
   if (only.has('smtp')) {
-    const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), manyClients), args: ['--smtp'] });
+    const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), MANY_CLIENTS), args: ['--smtp'] });
     try {
       if (roost.smtpPort === null || baseline.smtpPort === null) throw new Error('an SMTP server did not start');
       const addresses = await createAddresses(roost.url, SMTP_ADDRESSES);
