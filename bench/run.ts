@@ -193,6 +193,35 @@ async function roostIngest(
   }
 }
 
+/**
+ * The limit of Roost's design on this machine: bare Fastify answering 202 once each
+ * delivery is committed by the least group commit there is (bench/durable-writer.ts), and
+ * Roost's rate against it — what Roost's own work costs beyond the disk's wait.
+ */
+async function durableLimit(roost: LoadResult, bare: LoadResult): Promise<void> {
+  const limit = await start('bench/baseline.ts', { args: ['--durable', freshDb()] });
+  try {
+    let mark: CpuMark | undefined;
+    const result = await measureIngest(
+      limit.url,
+      baselineInboxes(INGEST_ADDRESSES),
+      { connections, ...timing },
+      async () => void (mark = cpuMark(limit)),
+    );
+    report(
+      loadLine(
+        'limit: bare Fastify + group commit, FULL',
+        { ...result, cpu: cpuLine(limit, mark!, result.total) },
+        'req/s',
+        bare,
+      ),
+    );
+    report(`${''.padEnd(44)} Roost ×${(roost.rps / result.rps).toFixed(2)} of this limit`);
+  } finally {
+    await stop(limit);
+  }
+}
+
 /** The reading figure on a Roost that keeps no event from one read to the next. */
 async function readCold(): Promise<LoadResult> {
   const roost = await start('bench/server.ts', {
@@ -248,12 +277,13 @@ async function main(): Promise<void> {
   if (only.has('ingest')) {
     // The bare baseline, CPU-bound with the load generator on the same cores, varied by up
     // to ±10% from one run to the next here, where Roost's figure varied by ±4%.
-    await roostIngest(
+    const roostFull = await roostIngest(
       'Roost, synchronous=FULL, group commit',
       [],
       async () => (bare = await bracketed(bare!, measureBare, httpBracket('req/s'))),
       { profile: 'ingest' },
     );
+    await durableLimit(roostFull, bare!);
     if (!values['no-references'])
       await roostIngest('reference: the same at LOG_LEVEL=warn', [], bareSoFar, { env: { LOG_LEVEL: 'warn' } });
     if (!values['no-references'])
