@@ -3,23 +3,23 @@
 // answers 202, and answers the events route with a page handed to it by the bench, or,
 // with ?wait=N, holds it in memory until a delivery to its address.
 // With --smtp it also runs a bare smtp-server sink that parses each message with
-// mailparser and drops it. With --durable PATH the inbox route answers 202 only once the
-// delivery is committed to a SQLite file, by the least group commit there is
-// (bench/durable-writer.ts): the limit of Roost's design on this machine. With --node-http the same two routes are served by node:http
+// mailparser and drops it. With --durable-sqlite PATH or --durable-postgres URL the inbox
+// route answers 202 only once the delivery is committed, by the least group commit there is
+// (bench/durable.ts): the limit of Roost's design on this machine. With --node-http the same two routes are served by node:http
 // alone, no framework: what Node's HTTP server itself costs per held poll (BENCHMARKS.md).
 import Fastify from 'fastify';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
-import { Worker } from 'node:worker_threads';
-import type { DurableAppend, DurableBatch, DurableReply } from './durable-writer.js';
+import { postgresAppends, sqliteAppends, type DurableAppends } from './durable.js';
 import { serveIpc } from './processes.js';
 
 const { values } = parseArgs({
   options: {
     smtp: { type: 'boolean', default: false },
     'node-http': { type: 'boolean', default: false },
-    durable: { type: 'string' },
+    'durable-sqlite': { type: 'string' },
+    'durable-postgres': { type: 'string' },
   },
 });
 
@@ -53,46 +53,17 @@ async function events(addressId: string, wait: number): Promise<unknown> {
   return { events: event ? [event] : [], next_cursor: 1, has_more: false };
 }
 
-/** Appends made in this turn, sent to the durable writer as one message, as Roost does. */
-let outbox: Array<{ item: DurableAppend; resolve: (sequence: number) => void }> = [];
-const committing = new Map<number, typeof outbox>();
-let nextBatch = 1;
-const writer = values.durable ? startDurableWriter(values.durable) : null;
-
-function startDurableWriter(path: string): Worker {
-  const here = import.meta.url;
-  const worker = new Worker(new URL(here.endsWith('.ts') ? './durable-writer.ts' : './durable-writer.js', here), {
-    workerData: { path },
-  });
-  worker.on('message', (replies: DurableReply[]) => {
-    for (const { id, sequences } of replies) {
-      committing.get(id)!.forEach((append, i) => append.resolve(sequences[i]));
-      committing.delete(id);
-    }
-  });
-  return worker;
-}
-
-function sendAppends(): void {
-  const id = nextBatch++;
-  committing.set(id, outbox);
-  writer!.postMessage({ id, items: outbox.map((append) => append.item) } satisfies DurableBatch);
-  outbox = [];
-}
-
-/** Resolves with the delivery's sequence once its transaction has committed. */
-function appendDurably(addressId: string, body: unknown): Promise<number> {
-  return new Promise((resolve) => {
-    const item: DurableAppend = [Number(addressId.slice('addr_'.length)), JSON.stringify(body)];
-    if (outbox.push({ item, resolve }) === 1) setImmediate(sendAppends);
-  });
-}
+const durable: DurableAppends | null = values['durable-sqlite']
+  ? sqliteAppends(values['durable-sqlite'])
+  : values['durable-postgres']
+    ? await postgresAppends(values['durable-postgres'])
+    : null;
 
 function fastifyServer() {
   const app = Fastify();
   app.post<{ Params: { addressId: string } }>('/api/v1/inbox/:addressId/:secret', async (request, reply) => {
-    if (!writer) return reply.code(202).send(deliver(request.params.addressId, request.body));
-    const sequence = await appendDurably(request.params.addressId, request.body);
+    if (!durable) return reply.code(202).send(deliver(request.params.addressId, request.body));
+    const sequence = await durable.append(Number(request.params.addressId.slice('addr_'.length)), request.body);
     return reply.code(202).send({ event: { sequence, data: request.body }, duplicate: false });
   });
   app.get<{ Params: { addressId: string }; Querystring: { wait?: string } }>(
@@ -150,7 +121,7 @@ serveIpc(async (message) => {
     case 'stop':
       if (app) await app.close();
       else server.closeAllConnections();
-      await writer?.terminate();
+      await durable?.close();
       process.exit(0);
   }
   return null;

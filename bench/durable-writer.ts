@@ -1,9 +1,6 @@
-// The writer thread of the durable baseline (bench/baseline.ts --durable): the least a
-// server must do to answer 202 only once a delivery is on disk, as Roost's SQLite engine
-// does it — one thread owns the file, appends that arrive while it commits go in the next
-// transaction (group commit), `synchronous = FULL` in WAL mode, each address's events
-// under its own sequence in a (address, sequence) index. Nothing else: no checks, caps,
-// ids, idempotency or wake-ups. Roost's ratio to it is what all of those cost.
+// The writer thread of the durable SQLite baseline (bench/durable.ts): one thread owns the
+// file, appends that arrive while it commits go in the next transaction (group commit),
+// `synchronous = FULL` in WAL mode, as in Roost's SQLite engine, and nothing else.
 import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
 

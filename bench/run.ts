@@ -195,27 +195,33 @@ async function roostIngest(
 
 /**
  * The limit of Roost's design on this machine: bare Fastify answering 202 once each
- * delivery is committed by the least group commit there is (bench/durable-writer.ts), and
- * Roost's rate against it — what Roost's own work costs beyond the disk's wait.
+ * delivery is committed the way Roost's engine commits, and nothing else (bench/durable.ts),
+ * and Roost's rate against it — what Roost's own work costs beyond the database's wait.
  */
-async function durableLimit(roost: LoadResult, bare: LoadResult): Promise<void> {
-  const limit = await start('bench/baseline.ts', { args: ['--durable', freshDb()] });
+async function durableLimit(
+  label: string,
+  args: string[],
+  roost: LoadResult,
+  bare: LoadResult,
+  postgres = false,
+): Promise<void> {
+  const limit = await start('bench/baseline.ts', { args });
   try {
     let mark: CpuMark | undefined;
+    let postgresBefore = 0;
     const result = await measureIngest(
       limit.url,
       baselineInboxes(INGEST_ADDRESSES),
       { connections, ...timing },
-      async () => void (mark = cpuMark(limit)),
+      async () => {
+        mark = cpuMark(limit);
+        postgresBefore = postgres ? postgresCpuMs() : 0;
+      },
     );
-    report(
-      loadLine(
-        'limit: bare Fastify + group commit, FULL',
-        { ...result, cpu: cpuLine(limit, mark!, result.total) },
-        'req/s',
-        bare,
-      ),
-    );
+    const postgresUs = postgres
+      ? `; PostgreSQL's processes ${fmt(((postgresCpuMs() - postgresBefore) * 1000) / result.total)} µs`
+      : '';
+    report(loadLine(label, { ...result, cpu: cpuLine(limit, mark!, result.total) + postgresUs }, 'req/s', bare));
     report(`${''.padEnd(44)} Roost ×${(roost.rps / result.rps).toFixed(2)} of this limit`);
   } finally {
     await stop(limit);
@@ -283,7 +289,7 @@ async function main(): Promise<void> {
       async () => (bare = await bracketed(bare!, measureBare, httpBracket('req/s'))),
       { profile: 'ingest' },
     );
-    await durableLimit(roostFull, bare!);
+    await durableLimit('limit: bare Fastify + group commit, FULL', ['--durable-sqlite', freshDb()], roostFull, bare!);
     if (!values['no-references'])
       await roostIngest('reference: the same at LOG_LEVEL=warn', [], bareSoFar, { env: { LOG_LEVEL: 'warn' } });
     if (!values['no-references'])
@@ -349,6 +355,9 @@ async function main(): Promise<void> {
       const version = (await postgresVersion()).split(' ')[0];
       report(loadLine(`Roost on PostgreSQL ${version}, same machine`, result, 'req/s', base));
       report(`${''.padEnd(44)} ${cpu}`);
+      await withBenchDatabase((url) =>
+        durableLimit('limit: bare Fastify + batched INSERTs', ['--durable-postgres', url], result, base, true),
+      );
     } else report(`Roost on PostgreSQL: skipped, ${outcome.reason}`);
     report('');
   }
