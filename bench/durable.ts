@@ -1,11 +1,12 @@
 // The durable baselines' appends (bench/baseline.ts --durable-sqlite, --durable-postgres):
 // the least a server must do to answer 202 only once a delivery is committed, the way
-// Roost's engines commit — SQLite: one writer thread, group commit, `synchronous = FULL`
-// (bench/durable-writer.ts); PostgreSQL: each turn's appends in one statement, two batches
-// under way at most (src/storage/batches.ts, as Roost's engine uses it). Each address's
-// events go under its own sequence in an (address, sequence) index; sequences are kept in
-// memory, as one process may. No checks, caps, ids, idempotency or wake-ups: Roost's rate
-// against these is what all of those cost, on top of the disk's wait that both share.
+// Roost's engines commit — SQLite: one writer thread, group commit, `synchronous = FULL`,
+// sequences in the writer's memory as Roost's writer keeps its queues' bounds
+// (bench/durable-writer.ts); PostgreSQL: each turn's appends in one statement that locks
+// and bumps each address's sequence, two batches under way at most (src/storage/batches.ts,
+// as Roost's engine uses it). Each address's events go under its own sequence in an
+// (address, sequence) index. No checks, caps, ids, idempotency or wake-ups: Roost's rate
+// against these is what all of those cost, on top of the database's wait that both share.
 import pg from 'pg';
 import { Worker } from 'node:worker_threads';
 import { Batches } from '../src/storage/batches.js';
@@ -49,32 +50,63 @@ export function sqliteAppends(path: string): DurableAppends {
 
 interface QueuedAppend {
   address: number;
-  sequence: number;
   data: string;
   resolve: (sequence: number) => void;
   reject: (error: unknown) => void;
 }
 
+/** Addresses the baseline serves: bench/ingest.ts baselineInboxes names them addr_0…. */
+const POSTGRES_ADDRESSES = 10_000;
+
+// One statement a batch: the addresses' rows locked in id order (two batches under way must
+// not deadlock), each address's sequence bumped by its appends, the events numbered after it
+// in arrival order and inserted. What many instances sharing one database need, as Roost's
+// statement does (src/storage/postgres/events-append.ts), without its checks.
+const APPEND = `
+  WITH input AS (
+    SELECT * FROM unnest($1::int[], $2::text[]) WITH ORDINALITY AS t(address, data, n)
+  ),
+  locked AS MATERIALIZED (
+    SELECT id FROM addresses WHERE id = ANY($1::int[]) ORDER BY id FOR UPDATE
+  ),
+  per AS (SELECT address, count(*) AS events FROM input GROUP BY address),
+  bumped AS (
+    UPDATE addresses a SET last_sequence = a.last_sequence + per.events
+    FROM per, locked WHERE a.id = per.address AND locked.id = a.id
+    RETURNING a.id, a.last_sequence - per.events AS base
+  ),
+  numbered AS MATERIALIZED (
+    SELECT i.n, i.address, i.data, b.base + row_number() OVER (PARTITION BY i.address ORDER BY i.n) AS sequence
+    FROM input i JOIN bumped b ON b.id = i.address
+  ),
+  inserted AS (
+    INSERT INTO events (address, sequence, data, created_at) SELECT address, sequence, data, $3 FROM numbered
+  )
+  SELECT n, sequence FROM numbered ORDER BY n`;
+
 export async function postgresAppends(url: string): Promise<DurableAppends> {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   await pool.query(`
+    CREATE TABLE IF NOT EXISTS addresses (id integer PRIMARY KEY, last_sequence bigint NOT NULL DEFAULT 0);
+    INSERT INTO addresses (id) SELECT generate_series(0, ${POSTGRES_ADDRESSES - 1}) ON CONFLICT DO NOTHING;
     CREATE TABLE IF NOT EXISTS events (
       key        bigserial PRIMARY KEY,
-      address    integer NOT NULL,
+      address    integer NOT NULL REFERENCES addresses (id),
       sequence   bigint NOT NULL,
       data       text NOT NULL,
       created_at bigint NOT NULL
     );
     CREATE UNIQUE INDEX IF NOT EXISTS events_by_sequence ON events (address, sequence);
   `);
-  const last = new Map<number, number>();
   const insert = async (batch: QueuedAppend[]) => {
     try {
-      await pool.query(
-        'INSERT INTO events (address, sequence, data, created_at) SELECT a, s, d, $4 FROM unnest($1::int[], $2::bigint[], $3::text[]) AS t(a, s, d)',
-        [batch.map((a) => a.address), batch.map((a) => a.sequence), batch.map((a) => a.data), Date.now()],
-      );
-      for (const append of batch) append.resolve(append.sequence);
+      const { rows } = await pool.query<{ n: string; sequence: string }>(APPEND, [
+        batch.map((a) => a.address),
+        batch.map((a) => a.data),
+        Date.now(),
+      ]);
+      if (rows.length !== batch.length) throw new Error(`${batch.length - rows.length} appends found no address`);
+      rows.forEach((row, i) => batch[i].resolve(Number(row.sequence)));
     } catch (error) {
       for (const append of batch) append.reject(error);
     }
@@ -87,11 +119,7 @@ export async function postgresAppends(url: string): Promise<DurableAppends> {
   });
   return {
     append: (address, body) =>
-      new Promise((resolve, reject) => {
-        const sequence = (last.get(address) ?? 0) + 1;
-        last.set(address, sequence);
-        batches.add({ address, sequence, data: JSON.stringify(body), resolve, reject });
-      }),
+      new Promise((resolve, reject) => batches.add({ address, data: JSON.stringify(body), resolve, reject })),
     close: () => pool.end(),
   };
 }
