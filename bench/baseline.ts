@@ -3,10 +3,11 @@
 // answers 202, and answers the events route with a page handed to it by the bench, or,
 // with ?wait=N, holds it in memory until a delivery to its address.
 // With --smtp it also runs a bare smtp-server sink that parses each message with
-// mailparser and drops it. With --durable-sqlite PATH or --durable-postgres URL the inbox
-// route answers 202 only once the delivery is committed, by the least group commit there is
-// (bench/durable.ts): the limit of Roost's design on this machine. With --node-http the same two routes are served by node:http
+// mailparser and drops it. With --node-http the same two routes are served by node:http
 // alone, no framework: what Node's HTTP server itself costs per held poll (BENCHMARKS.md).
+// With --durable-sqlite PATH or --durable-postgres URL the inbox route answers 202 only once
+// the delivery is committed, and does nothing else (bench/durable.ts): the limit of Roost's
+// design on this machine.
 import Fastify from 'fastify';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -2,8 +2,8 @@
 // the figures that wait on a commit (SQLite ingest, PostgreSQL ingest, SMTP), run
 // alternately in one process — REV, this tree, this tree, REV, … — so that both variants
 // meet the same minutes of a machine whose speed drifts. What it prints is this tree's rate
-// over REV's, pair by pair, and each variant's CPU a request, which drifts less than rates
-// do (BENCHMARKS.md, "How it runs").
+// over REV's, pair by pair, and each variant's CPU a unit of work beside its rate
+// (BENCHMARKS.md, "How it runs").
 //
 //   npm run bench:compare -- HEAD~1                    SQLite ingest, 4 pairs
 //   npm run bench:compare -- main --figures ingest,postgres,smtp --pairs 6

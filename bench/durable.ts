@@ -27,6 +27,10 @@ export function sqliteAppends(path: string): DurableAppends {
   let outbox: Array<{ item: DurableAppend; resolve: (sequence: number) => void }> = [];
   const committing = new Map<number, typeof outbox>();
   let nextBatch = 1;
+  // A failed commit must not leave the bench's requests waiting: the baseline stops with it.
+  writer.on('error', (error) => {
+    throw error;
+  });
   writer.on('message', (replies: DurableReply[]) => {
     for (const { id, sequences } of replies) {
       committing.get(id)!.forEach((append, i) => append.resolve(sequences[i]));
