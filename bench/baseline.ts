@@ -6,8 +6,8 @@
 // mailparser and drops it. With --node-http the same two routes are served by node:http
 // alone, no framework: what Node's HTTP server itself costs per held poll (BENCHMARKS.md).
 // With --durable-sqlite PATH or --durable-postgres URL the inbox route answers 202 only once
-// the delivery is committed, and does nothing else (bench/durable.ts): the limit of Roost's
-// design on this machine.
+// the delivery is committed, and does nothing else (bench/durable.ts), and the SMTP sink its
+// 250 once the parsed message is: the limits of Roost's design on this machine.
 import Fastify from 'fastify';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -107,7 +107,7 @@ const port = (server.address() as AddressInfo).port;
 let smtpPort: number | null = null;
 if (values.smtp) {
   const { startSmtpSink } = await import('./smtp-sink.js');
-  smtpPort = await startSmtpSink();
+  smtpPort = await startSmtpSink(durable);
 }
 
 serveIpc(async (message) => {

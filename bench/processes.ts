@@ -10,8 +10,14 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-/** The child entries and the worker a child starts, compiled together with src/ (and so everything they import). */
-const ENTRIES = ['bench/server.ts', 'bench/baseline.ts', 'bench/durable-writer.ts', 'bench/smtp-sink.ts'];
+/** The child entries and the workers a child starts, compiled together with src/ (and so everything they import). */
+const ENTRIES = [
+  'bench/server.ts',
+  'bench/baseline.ts',
+  'bench/durable-writer.ts',
+  'bench/parse-worker.ts',
+  'bench/smtp-sink.ts',
+];
 // Inside node_modules so that the compiled files resolve packages as src/ does.
 const CACHE = join(ROOT, 'node_modules', '.cache');
 const COMPILED = join(CACHE, 'roost-bench');

@@ -530,6 +530,17 @@ async function main(): Promise<void> {
         { line: (label, r) => smtpLine(label, r), mean: meanSmtp, rate: (r) => r.rate },
       );
       report(smtpLine('Roost (stored durably before 250)', mail, sink));
+      // The limit of the design (bench/smtp-sink.ts): parsed off the event loop, committed before 250.
+      const limit = await start('bench/baseline.ts', { args: ['--smtp', '--durable-sqlite', freshDb()] });
+      try {
+        const bound = await measureSmtp(limit.smtpPort!, recipients, { connections: SMTP_CONNECTIONS, ...timing }, () =>
+          limit.threadCpuMs(),
+        );
+        report(smtpLine('limit: the sink, parsing in 2 threads, commit', bound, sink));
+        report(`${''.padEnd(44)} Roost ×${(mail.rate / bound.rate).toFixed(2)} of this limit`);
+      } finally {
+        await stop(limit);
+      }
       // The 250s were real: the messages are in the queues as email events.
       const page = await fetch(`${roost.url}${addresses[0].eventsPath}?limit=1`, {
         headers: { authorization: `Bearer ${addresses[0].readToken}` },
