@@ -1,6 +1,6 @@
-// The parsing thread of the durable SMTP baseline (bench/smtp-sink.ts --durable): parses
+// A parsing thread of the SMTP limit (bench/smtp-sink.ts given durable appends): parses
 // each message it is given with mailparser, off the event loop as Roost's email workers do,
-// and answers with what the baseline stores.
+// and answers with what the limit stores.
 import { simpleParser } from 'mailparser';
 import { parentPort } from 'node:worker_threads';
 
