@@ -22,7 +22,8 @@ import { withBenchDatabase } from './postgres.js';
 import {
   compileRevision,
   compileServers,
-  perUnit,
+  cpuMark,
+  cpuSince,
   startChild,
   threadsText,
   type BenchChild,
@@ -87,7 +88,7 @@ async function measureOnce(figure: Figure, variant: Variant, databaseUrl?: strin
   const roost = await startChild('bench/server.ts', {
     env,
     args: figure === 'smtp' ? ['--smtp'] : [],
-    nodeArgs: SERVE_NODE_FLAGS,
+    nodeArgs: [...SERVE_NODE_FLAGS],
     tree: variant.tree,
   });
   try {
@@ -99,24 +100,14 @@ async function measureOnce(figure: Figure, variant: Variant, databaseUrl?: strin
 }
 
 async function measureHttp(roost: BenchChild, addresses: BenchAddress[], figure: Figure): Promise<Run> {
-  let threads = roost.threadCpuMs();
-  let load = process.cpuUsage();
+  let mark = cpuMark(roost);
   const result = await measureIngest(
     roost.url,
     addresses,
     { connections: CONNECTIONS[figure], ...timing },
-    async () => {
-      threads = roost.threadCpuMs();
-      load = process.cpuUsage();
-    },
+    async () => void (mark = cpuMark(roost)),
   );
-  const used = process.cpuUsage(load);
-  return {
-    rate: result.rps,
-    p99: result.p99,
-    server: perUnit(threads, roost.threadCpuMs(), result.total),
-    loadUs: (used.user + used.system) / result.total,
-  };
+  return { rate: result.rps, p99: result.p99, ...cpuSince(roost, mark, result.total) };
 }
 
 async function measureMail(roost: BenchChild, addresses: BenchAddress[]): Promise<Run> {

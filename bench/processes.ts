@@ -140,6 +140,19 @@ export function perUnit(before: ThreadCpu, after: ThreadCpu, units: number): Cpu
   return { serverCpuMs: kinds.reduce((sum, k) => sum + serverThreadsMs[k], 0), serverThreadsMs };
 }
 
+/** Where a child's and this process's (the load generator's) CPU stood when a measured run began. */
+export interface CpuMark {
+  threads: ThreadCpu;
+  load: NodeJS.CpuUsage;
+}
+export const cpuMark = (child: BenchChild): CpuMark => ({ threads: child.threadCpuMs(), load: process.cpuUsage() });
+
+/** CPU a unit of work since `mark`: the child's by kind of thread, and the load generator's in µs. */
+export function cpuSince(child: BenchChild, mark: CpuMark, units: number): { server: CpuPerUnit; loadUs: number } {
+  const load = process.cpuUsage(mark.load);
+  return { server: perUnit(mark.threads, child.threadCpuMs(), units), loadUs: (load.user + load.system) / units };
+}
+
 /** "event loop 52 µs, SQLite writer 24 µs, V8's helpers 9 µs" of a CpuPerUnit: the kinds that used any. */
 export function threadsText({ serverThreadsMs: t }: CpuPerUnit): string {
   const us = (ms: number) => `${Math.round(ms * 1000)} µs`;

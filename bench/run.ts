@@ -19,7 +19,15 @@ import { measureHeldPolls, type HeldPollsResult } from './held-polls.js';
 import { fmt, meanLoad, percentile, type LoadResult } from './load.js';
 import { measureFsync } from './disk.js';
 import { describeMachine, loadAverage } from './machine.js';
-import { compileServers, perUnit, startChild, threadsText, type BenchChild, type ThreadCpu } from './processes.js';
+import {
+  compileServers,
+  cpuMark,
+  cpuSince,
+  startChild,
+  threadsText,
+  type BenchChild,
+  type CpuMark,
+} from './processes.js';
 import { MATCHING_FILTER, measureReading, pagePaths, PAGE_SIZE, UNMATCHED_FILTER } from './reading.js';
 import { prefill } from './prefill.js';
 import { postgresCpuMs, postgresVersion, withBenchDatabase } from './postgres.js';
@@ -146,19 +154,10 @@ function batchLine(before: CommitStats, after: CommitStats, wallMs: number, cpu:
   );
 }
 
-/** Where the server's and the load generator's CPU stood when a measured run began. */
-interface CpuMark {
-  threads: ThreadCpu;
-  load: NodeJS.CpuUsage;
-}
-const cpuMark = (child: BenchChild): CpuMark => ({ threads: child.threadCpuMs(), load: process.cpuUsage() });
-
 /** CPU a request since `mark`: the server's by kind of thread, and this process's (the load generator). */
 function cpuLine(child: BenchChild, mark: CpuMark, requests: number): string {
-  const cpu = perUnit(mark.threads, child.threadCpuMs(), requests);
-  const load = process.cpuUsage(mark.load);
-  const loadUs = (load.user + load.system) / requests;
-  return `CPU a request: server ${fmt(cpu.serverCpuMs * 1000)} µs (${threadsText(cpu)}); load generator ${fmt(loadUs)} µs`;
+  const { server, loadUs } = cpuSince(child, mark, requests);
+  return `CPU a request: server ${fmt(server.serverCpuMs * 1000)} µs (${threadsText(server)}); load generator ${fmt(loadUs)} µs`;
 }
 
 /** `baseline` is asked for after the measurement (so that it may measure the baseline again). */
