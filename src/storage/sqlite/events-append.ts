@@ -11,6 +11,7 @@ import { EVENTS, insertedEvent, placeholders } from '../tables.js';
 import { eventSize, type AppendInput, type EmailPart, type EventRecord, type KeyScope } from '../storage.js';
 import { ownBytes } from '../own-bytes.js';
 import { SqliteEmailPartWrites } from './email-parts.js';
+import type { PurgeStep } from './purge.js';
 
 /** What one append came to; `created` carries only the sequence (the caller holds the rest). */
 export type AppendOutcome =
@@ -155,6 +156,14 @@ export class SqliteAppends {
   /** Drops what is known of this address's queue (its events or expiry changed otherwise than by an append). */
   forget(addressId: string): void {
     this.queues.delete(addressId);
+  }
+
+  /** Drops what is known of the queues a purge step removed events from, or whose address it removed. */
+  forgetEmptied({ ids, keys }: PurgeStep['emptied']): void {
+    for (const id of ids) this.queues.delete(id);
+    if (keys.length === 0) return;
+    const emptied = new Set(keys);
+    for (const [id, state] of this.queues) if (emptied.has(state.key)) this.queues.delete(id);
   }
 
   /** Drops what is known of every queue. */

@@ -6,6 +6,13 @@ import { KEYS_PER_MS } from '../event-ids.js';
 import type { PurgeResult } from '../storage.js';
 import { KEY_OF_ID } from './migrations.js';
 
+/** One step's outcome, with the queues whose events it removed (the appends' queue states go stale). */
+export interface PurgeStep extends PurgeResult {
+  done: boolean;
+  /** By address id (the expired addresses it visited) and by address key (events past retention). */
+  emptied: { ids: string[]; keys: number[] };
+}
+
 export class PurgeWrites {
   private readonly sql;
 
@@ -20,17 +27,20 @@ export class PurgeWrites {
       ),
       // Past retention: a range of keys (event-ids.ts), which holds the unplaced
       // events too (below LOW_KEYS): for those, created_at decides.
-      old: db.prepare(
-        'DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE rowid < ? AND created_at < ? LIMIT ?)',
-      ),
+      old: db
+        .prepare<[number, number, number], number>(
+          'DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE rowid < ? AND created_at < ? LIMIT ?) RETURNING address_key',
+        )
+        .pluck(),
     };
   }
 
   /** A whole purge at once (tests and tools; the service purges in steps). */
-  purge(now: number, retainAfter: number): PurgeResult {
+  purge(now: number, retainAfter: number, onStep: (step: PurgeStep) => void): PurgeResult {
     const result: PurgeResult = { expiredAddressIds: [], eventsPurged: 0 };
     for (;;) {
       const step = this.step(now, retainAfter, 1000);
+      onStep(step);
       result.expiredAddressIds.push(...step.expiredAddressIds);
       result.eventsPurged += step.eventsPurged;
       if (step.done) return result;
@@ -41,11 +51,13 @@ export class PurgeWrites {
    * One bounded step of a purge: at most `budget` events removed, in one short transaction.
    * Expired addresses lose their events first, a slice at a time, then go themselves.
    */
-  step(now: number, retainAfter: number, budget: number): PurgeResult & { done: boolean } {
+  step(now: number, retainAfter: number, budget: number): PurgeStep {
     const expiredAddressIds: string[] = [];
+    const emptied = { ids: [] as string[], keys: [] as number[] };
     let eventsPurged = 0;
     this.db.transaction(() => {
       for (const { id } of this.sql.expired.all(now)) {
+        emptied.ids.push(id);
         const removed = this.sql.deleteSomeEventsOf.run(id, budget - eventsPurged).changes;
         eventsPurged += removed;
         if (eventsPurged >= budget) return; // maybe more left: the next step looks again
@@ -53,10 +65,16 @@ export class PurgeWrites {
         expiredAddressIds.push(id);
       }
     })();
-    if (eventsPurged >= budget) return { expiredAddressIds, eventsPurged, done: false };
+    if (eventsPurged >= budget) return { expiredAddressIds, eventsPurged, done: false, emptied };
     const slice = budget - eventsPurged;
-    const old = this.sql.old.run(retainAfter * KEYS_PER_MS, retainAfter, slice).changes;
-    eventsPurged += old;
-    return { expiredAddressIds, eventsPurged, done: old < slice && this.sql.expired.all(now).length === 0 };
+    const old = this.sql.old.all(retainAfter * KEYS_PER_MS, retainAfter, slice);
+    eventsPurged += old.length;
+    emptied.keys = [...new Set(old)];
+    return {
+      expiredAddressIds,
+      eventsPurged,
+      done: old.length < slice && this.sql.expired.all(now).length === 0,
+      emptied,
+    };
   }
 }

@@ -105,13 +105,27 @@ export class SqliteWrites {
 
   /** A whole purge at once (tests and tools; the service purges in steps, see engine.ts). */
   purge(now: number, retainAfter: number): PurgeResult {
-    this.appends.forgetAll();
-    return this.purges.purge(now, retainAfter);
+    return this.forgettingOnFailure(() =>
+      this.purges.purge(now, retainAfter, (step) => this.appends.forgetEmptied(step.emptied)),
+    );
   }
 
   purgeStep(now: number, retainAfter: number, budget: number): PurgeResult & { done: boolean } {
-    this.appends.forgetAll(); // events and addresses may go: every queue's bounds may move
-    return this.purges.step(now, retainAfter, budget);
+    const { emptied, ...step } = this.forgettingOnFailure(() => this.purges.step(now, retainAfter, budget));
+    // Only the queues the step removed events from: the others' states hold, and reading
+    // them all again after every sweep would cost a sum over each queue's events.
+    this.appends.forgetEmptied(emptied);
+    return step;
+  }
+
+  /** A purge that fails may have committed a part (a step is two transactions): then no queue state is trusted. */
+  private forgettingOnFailure<T>(purge: () => T): T {
+    try {
+      return purge();
+    } catch (error) {
+      this.appends.forgetAll();
+      throw error;
+    }
   }
 
   takeToken(key: string, limit: number, periodMs: number, now: number): TokenBucketResult {
