@@ -92,7 +92,7 @@ describe('SQLite purge steps and the writer’s queue bounds', () => {
     assert.deepEqual(first, { expiredAddressIds: [], eventsPurged: 2, done: false });
     // A delivery made before the expiry (by its created_at) is judged on the queue read again.
     assert.equal(sequenceOf(append(expiring, now + 1)), 51);
-    let step = first;
+    let step: { done: boolean } = first;
     while (!step.done) step = writes.purgeStep(later, later - HOUR, 2);
     assert.equal(append(expiring, now + 2).status, 'address_not_found', 'the address is gone');
     assert.equal(sequenceOf(append(kept, later)), 2, 'a queue the steps did not touch kept its bound');
