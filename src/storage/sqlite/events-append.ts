@@ -7,7 +7,7 @@ import type Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
 import { makeRoom, type Evictable } from '../append-policy.js';
 import { firstKeyOf, KEYS_PER_MS, LOW_KEYS } from '../event-ids.js';
-import { EVENTS, insertedEvent, placeholders } from '../tables.js';
+import { EVENTS, eventFromArray, insertedEvent, placeholders } from '../tables.js';
 import { eventSize, type AppendInput, type EmailPart, type EventRecord, type KeyScope } from '../storage.js';
 import { ownBytes } from '../own-bytes.js';
 import { SqliteEmailPartWrites } from './email-parts.js';
@@ -30,6 +30,7 @@ export type AppendOutcome =
  */
 export type AppendTuple = unknown[];
 const CAPACITY = EVENTS.names.length;
+const SEQUENCE = EVENTS.names.indexOf('sequence');
 const MAX_BYTES = CAPACITY + 1;
 const KEY_SCOPE = CAPACITY + 2;
 const PARTS = CAPACITY + 3;
@@ -209,14 +210,15 @@ export class SqliteAppends {
     try {
       return this.append(append);
     } catch (error) {
-      this.queues.delete(EVENTS.fromArray(append).addressId); // its bounds may not have moved as recorded
+      this.queues.delete(eventFromArray(append).addressId); // its bounds may not have moved as recorded
       if (!this.db.inTransaction) throw error;
       return { status: 'failed', error };
     }
   }
 
   private append(append: AppendTuple): AppendOutcome {
-    const event = EVENTS.fromArray(append);
+    // One object shape (tables.ts eventFromArray), not the generic decoder's keyed stores.
+    const event = eventFromArray(append);
     const capacity = append[CAPACITY] as number;
     const maxBytes = append[MAX_BYTES] as number;
     const keyScope = append[KEY_SCOPE] as KeyScope;
@@ -245,8 +247,9 @@ export class SqliteAppends {
     if (room.status !== 'room') return room;
     const evictKeys = room.evict;
     const key = this.keyFor(event.createdAt);
-    event.sequence = sequence;
-    const values = EVENTS.values(event, 'sqlite');
+    // The tuple's columns are the row's (toAppendTuple), the sequence now known.
+    const values = append.slice(0, CAPACITY);
+    values[SEQUENCE] = sequence;
     if (evictKeys.length === 0 && key !== null && parts === null) {
       // One statement: no savepoint needed (a failed statement undoes only itself).
       this.sql.insertEvent.run(key, state.key, ...values, size, keyScope);
