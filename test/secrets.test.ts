@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { createAddress, deliver, listEvents, request, type CreatedAddress } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { digestSecret, secretMatches } from '../src/core/secrets.js';
 
 const sha256hex = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 const secretOf = (address: CreatedAddress) => new URL(address.inbox).pathname.split('/').pop()!;
@@ -299,4 +300,20 @@ describe('identifiers, secrets and slugs have the contract shape (docs/api.md §
     );
     assert.equal((await request(server.url, 'DELETE', `/api/v1/addresses/${a.id}`, { token: a.token })).status, 204);
   });
+});
+
+test('secretMatches: exactly the secret whose digest is stored, whatever secret or digest is presented', () => {
+  fc.assert(
+    fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), (secret, other) => {
+      const stored = digestSecret(secret);
+      assert.equal(stored, sha256hex(secret), 'the stored form is hex SHA-256 of the UTF-8 secret');
+      assert.equal(secretMatches(secret, stored), true);
+      assert.equal(secretMatches(other, stored), other === secret);
+    }),
+  );
+  const secret = 'roost_ingress_abc';
+  const stored = digestSecret(secret);
+  // A digest of another length or form (a hand-edited row) opens nothing, and throws nothing.
+  for (const digest of ['', stored.slice(1), `${stored}0`, stored.toUpperCase(), 'é'.repeat(64)])
+    assert.equal(secretMatches(secret, digest), false, JSON.stringify(digest));
 });

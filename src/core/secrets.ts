@@ -55,13 +55,13 @@ export function digestSecret(secret: string): string {
 }
 
 /**
- * Constant-time check of a presented secret against a stored digest. The one-shot
- * crypto.hash, compared as bytes, costs a third of a Hash object and two hex conversions
- * (it runs on every inbox delivery and every bearer request).
+ * Constant-time check of a presented secret against a stored digest: the two hex digests
+ * compared as bytes. It runs on every inbox delivery and every bearer request, and crypto.hash
+ * gives hex for less than it gives a Buffer (BENCHMARKS.md, "This release").
  */
 export function secretMatches(presented: string, storedDigest: string): boolean {
-  const a = hash('sha256', presented, 'buffer');
-  const b = Buffer.from(storedDigest, 'hex');
+  const a = Buffer.from(digestSecret(presented), 'latin1');
+  const b = Buffer.from(storedDigest, 'latin1');
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
