@@ -26,6 +26,8 @@ export interface LoadOptions {
   url: string;
   connections: number;
   durationS: number;
+  /** Stop after this many requests instead of after durationS. */
+  amount?: number;
   /** Paths rotated across, one per request, in a random order (see shuffled). */
   paths: string[];
   method: 'GET' | 'POST';
@@ -49,7 +51,7 @@ export async function hammer(options: LoadOptions): Promise<LoadResult> {
   const result = await autocannon({
     url: options.url,
     connections: options.connections,
-    duration: options.durationS,
+    ...(options.amount ? { amount: options.amount } : { duration: options.durationS }),
     timeout: 30,
     requests: [request],
   });

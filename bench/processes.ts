@@ -193,14 +193,19 @@ export interface ChildOptions {
   nodeArgs?: string[];
   /** Compiled servers to start the entry from (compileRevision); this tree's by default. */
   tree?: string;
+  /** A command that runs node (valgrind and its options, bench/instructions.ts); none by default. */
+  wrapper?: string[];
+  /** How long the child may take to say it is ready; 30 s by default. */
+  readyTimeoutMs?: number;
 }
 
 export async function startChild(entry: string, options: ChildOptions = {}): Promise<BenchChild> {
   const tree = options.tree ?? (compiled ? COMPILED : undefined);
   const program = tree ? [join(tree, entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', entry];
+  const [command, ...wrapperArgs] = [...(options.wrapper ?? []), process.execPath];
   const child: ChildProcess = spawn(
-    process.execPath,
-    [...(options.nodeArgs ?? []), ...program, ...(options.args ?? [])],
+    command,
+    [...wrapperArgs, ...(options.nodeArgs ?? []), ...program, ...(options.args ?? [])],
     {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', ...options.env },
@@ -219,7 +224,8 @@ export async function startChild(entry: string, options: ChildOptions = {}): Pro
     }
   });
   const ready = await new Promise<Ready>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${entry} did not start within 30 s`)), 30_000);
+    const timeoutMs = options.readyTimeoutMs ?? 30_000;
+    const timer = setTimeout(() => reject(new Error(`${entry} did not start within ${timeoutMs / 1000} s`)), timeoutMs);
     child.once('message', (message: Ready & { type: string }) => {
       clearTimeout(timer);
       resolve(message);

@@ -1,0 +1,250 @@
+// `npm run bench:instructions`: instructions a delivery, counted by callgrind (valgrind), for
+// Roost, the limit of its design and bare Fastify (bench/baseline.ts). Rates and CPU times
+// on a shared machine move by a third from one run to the next (BENCHMARKS.md, "How it
+// runs"); the instructions a build executes for the same load do not, so a change worth a
+// few percent of the work a delivery costs can be told here. Counted: user-space
+// instructions of every thread of the server's process. Not counted: the kernel's work
+// (sockets, WAL writes, fsync) and, on PostgreSQL, the database's processes.
+//
+//   npm run bench:instructions                          SQLite: bare Fastify, the limit, Roost
+//   npm run bench:instructions -- --figures ingest,postgres
+//   npm run bench:instructions -- --against REV         also REV's Roost, and this tree's over it
+//   npm run bench:instructions -- --requests 10000 --warmup 5000 --runs 2 --servers limit,roost
+//   npm run bench:instructions -- --keep DIR            keep callgrind's files, for callgrind_annotate
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createAddresses, roostEnv, type BenchAddress } from './fixtures.js';
+import { baselineInboxes } from './ingest.js';
+import { fmt, hammer } from './load.js';
+import { JSON_HEADERS, SMALL_EVENT } from './fixtures.js';
+import {
+  compileRevision,
+  compileServers,
+  startChild,
+  type BenchChild,
+  type ChildOptions,
+  type ThreadCpu,
+} from './processes.js';
+import { withBenchDatabase } from './postgres.js';
+import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
+
+const { values } = parseArgs({
+  options: {
+    figures: { type: 'string', default: 'ingest' },
+    against: { type: 'string' },
+    requests: { type: 'string', default: '10000' },
+    warmup: { type: 'string', default: '5000' },
+    runs: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '50' },
+    // Node flags for Roost's servers too, e.g. --node-args=--perf-basic-prof-only-functions
+    // (V8 then writes /tmp/perf-PID.map, which names the JIT code callgrind shows as addresses,
+    // and leaves its isolate-*.log files in the working directory, this repository's root).
+    'node-args': { type: 'string' },
+    // Which servers to count: bare (bare Fastify), limit, roost.
+    servers: { type: 'string', default: 'bare,limit,roost' },
+    // Keep callgrind's files (one a thread) there, for callgrind_annotate.
+    keep: { type: 'string' },
+  },
+});
+const FIGURES = ['ingest', 'postgres'] as const;
+type Figure = (typeof FIGURES)[number];
+const figures = values.figures.split(',') as Figure[];
+for (const figure of figures)
+  if (!FIGURES.includes(figure)) throw new Error(`--figures: ${figure} is not one of ${FIGURES.join(', ')}`);
+const requests = Number(values.requests);
+const warmup = Number(values.warmup);
+const runs = Number(values.runs);
+const connections = Number(values.connections);
+const ADDRESSES = 1000;
+const servers = new Set(values.servers.split(','));
+
+if (spawnSync('valgrind', ['--version']).status !== 0)
+  throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
+
+const work = values.keep ?? mkdtempSync(join(tmpdir(), 'roost-bench-instructions-'));
+if (values.keep) mkdirSync(values.keep, { recursive: true });
+let dbCount = 0;
+const freshDb = () => join(work, `roost-${++dbCount}.db`);
+
+/** Instructions by kind of thread (processes.ts ThreadCpu's kinds). */
+type Counts = ThreadCpu;
+
+/** A server to count: how to start it and which inboxes it answers. */
+interface Server {
+  label: string;
+  entry: 'bench/server.ts' | 'bench/baseline.ts';
+  /** Given a fresh PostgreSQL database's URL on that figure. */
+  options(databaseUrl?: string): ChildOptions;
+  /** Roost's inboxes are made through its API; the baselines check no secret. */
+  inboxes(child: BenchChild): Promise<BenchAddress[]>;
+}
+
+/**
+ * Runs `server` under callgrind with instrumentation off (about ten times slower than
+ * native, not fifty) through its start and `warmup` requests, so that the JIT has done its
+ * work; then counts the instructions of `requests` more, by thread.
+ */
+async function count(server: Server, databaseUrl?: string): Promise<Counts> {
+  const out = join(work, `callgrind-${++dbCount}-${server.label.replace(/\W+/g, '-')}`);
+  const options = server.options(databaseUrl);
+  const child = await startChild(server.entry, {
+    ...options,
+    wrapper: [
+      'valgrind',
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      '--separate-threads=yes',
+      // V8 writes and rewrites machine code: valgrind must see every change to it.
+      '--smc-check=all-non-file',
+      `--callgrind-out-file=${out}.%p`,
+      // Valgrind's own messages (its banner, a warning about brk) in a file, not in the report.
+      `--log-file=${out}.log`,
+    ],
+    readyTimeoutMs: 300_000,
+  });
+  try {
+    const inboxes = await server.inboxes(child);
+    const load = {
+      url: child.url,
+      paths: inboxes.map((inbox) => inbox.inboxPath),
+      method: 'POST' as const,
+      headers: JSON_HEADERS,
+      body: SMALL_EVENT,
+      connections,
+      durationS: 0,
+    };
+    await hammer({ ...load, amount: warmup });
+    control(child.pid, '--instr=on');
+    control(child.pid, '--zero');
+    const result = await hammer({ ...load, amount: requests });
+    if (result.errors + result.timeouts + result.non2xx > 0)
+      throw new Error(`${server.label}: ${result.errors + result.timeouts} errors, ${result.non2xx} not 2xx`);
+    control(child.pid, '--dump');
+    return perRequest(threadCounts(child.pid, out), result.total);
+  } finally {
+    await child.stop();
+  }
+}
+
+function control(pid: number, command: string): void {
+  const result = spawnSync('callgrind_control', [command, String(pid)], { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`callgrind_control ${command}: ${result.stdout}${result.stderr}`);
+}
+
+/**
+ * The dump's instructions by kind of thread: callgrind numbers the main thread 1 (the event
+ * loop); the thread that ran SQLite's statements is the writer; the rest are V8's helpers
+ * (GC, compiler) and libuv's pool, counted together.
+ */
+function threadCounts(pid: number, out: string): Counts {
+  const counts: Counts = { eventLoop: 0, writer: 0, email: 0, workers: 0, v8: 0, other: 0 };
+  const prefix = `${out.slice(out.lastIndexOf('/') + 1)}.${pid}.1-`;
+  for (const file of readdirSync(work).filter((name) => name.startsWith(prefix))) {
+    const text = readFileSync(join(work, file), 'utf8');
+    const thread = Number(/^thread: (\d+)$/m.exec(text)?.[1]);
+    const total = Number(/^(?:summary|totals): (\d+)$/m.exec(text)?.[1] ?? 0);
+    counts[thread === 1 ? 'eventLoop' : / sqlite3_step$/m.test(text) ? 'writer' : 'v8'] += total;
+  }
+  return counts;
+}
+
+const perRequest = (counts: Counts, total: number): Counts =>
+  Object.fromEntries(Object.entries(counts).map(([kind, n]) => [kind, n / total])) as unknown as Counts;
+/**
+ * A request's own work: the event loop and the writer. V8's helpers (GC, optimising
+ * compiles) are left out of the ratios: under valgrind the same work takes far longer, so
+ * what V8 schedules by the clock comes oftener a request than natively (BENCHMARKS.md,
+ * "Instructions a request").
+ */
+const own = (counts: Counts) => counts.eventLoop + counts.writer;
+
+const thousands = (n: number) => `${fmt(n / 1000)}k`;
+function countsText(counts: Counts): string {
+  const kinds: Array<[string, number]> = [
+    ['event loop', counts.eventLoop],
+    ['SQLite writer', counts.writer],
+    ["V8's helpers and libuv's pool", counts.v8],
+  ];
+  return kinds
+    .filter(([name, n]) => n > 0 || name === 'event loop')
+    .map(([name, n]) => `${name} ${thousands(n)}`)
+    .join(', ');
+}
+
+/**
+ * Counts `server` `runs` times, each in a fresh process and database; prints each run;
+ * returns the least: work that lands in one window and not another (a major GC) only adds.
+ */
+async function measure(name: Figure, server: Server): Promise<Counts> {
+  const all: Counts[] = [];
+  for (let run = 1; run <= runs; run++) {
+    let counts: Counts;
+    if (name === 'ingest') counts = await count(server);
+    else {
+      const outcome = await withBenchDatabase((url) => count(server, url));
+      if (!outcome.ok) throw new Error(`PostgreSQL: ${outcome.reason}`);
+      counts = outcome.value;
+    }
+    all.push(counts);
+    console.log(`  ${server.label.padEnd(24)} ${thousands(own(counts)).padStart(6)} a request (${countsText(counts)})`);
+  }
+  return all.reduce((least, counts) => (own(counts) < own(least) ? counts : least));
+}
+
+const roost = (label: string, tree?: string): Server => ({
+  label,
+  entry: 'bench/server.ts',
+  options: (databaseUrl) => ({
+    env: roostEnv(freshDb(), databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    nodeArgs: [...SERVE_NODE_FLAGS, ...(values['node-args'] ? values['node-args'].split(' ') : [])],
+    tree,
+  }),
+  inboxes: (child) => createAddresses(child.url, ADDRESSES),
+});
+const bareInboxes = () => Promise.resolve(baselineInboxes(ADDRESSES));
+
+async function figure(name: Figure, revision: string | undefined, revisionTree: string | undefined): Promise<void> {
+  console.log(
+    `${name === 'ingest' ? 'SQLite ingest' : "PostgreSQL ingest (the database's own processes not counted)"}: ` +
+      `${requests} requests counted after ${warmup}, ${connections} connections, ${ADDRESSES} inboxes`,
+  );
+  const counted: Partial<Record<'bare' | 'limit' | 'roost' | 'revision', Counts>> = {};
+  if (name === 'ingest' && servers.has('bare'))
+    counted.bare = await measure(name, {
+      label: 'bare Fastify',
+      entry: 'bench/baseline.ts',
+      options: () => ({}),
+      inboxes: bareInboxes,
+    });
+  if (servers.has('limit'))
+    counted.limit = await measure(name, {
+      label: 'the limit of the design',
+      entry: 'bench/baseline.ts',
+      options: (databaseUrl) => ({
+        args: databaseUrl ? ['--durable-postgres', databaseUrl] : ['--durable-sqlite', freshDb()],
+      }),
+      inboxes: bareInboxes,
+    });
+  if (servers.has('roost')) counted.roost = await measure(name, roost('Roost'));
+  if (revision) counted.revision = await measure(name, roost(`Roost at ${revision}`, revisionTree));
+  const ratio = (a: Counts, b: Counts) => (own(a) / own(b)).toFixed(2);
+  const lines: string[] = [];
+  if (counted.roost && counted.limit)
+    lines.push(`Roost ×${ratio(counted.roost, counted.limit)} the limit's instructions`);
+  if (counted.limit && counted.bare) lines.push(`the limit ×${ratio(counted.limit, counted.bare)} bare Fastify's`);
+  if (counted.roost && counted.revision)
+    lines.push(`this tree ×${ratio(counted.roost, counted.revision)} ${revision}'s`);
+  console.log(`  ${lines.join('; ')}\n`);
+}
+
+try {
+  if (!compileServers()) throw new Error('the servers must compile to be counted');
+  const revisionTree = values.against ? compileRevision(values.against) : undefined;
+  for (const name of figures) await figure(name, values.against, revisionTree);
+} finally {
+  if (values.keep) console.log(`callgrind's files are in ${values.keep}: callgrind_annotate FILE`);
+  else rmSync(work, { recursive: true, force: true });
+}
