@@ -1,10 +1,10 @@
 // `npm run bench:instructions`: instructions a delivery, counted by callgrind (valgrind), for
 // Roost, the limit of its design and bare Fastify (bench/baseline.ts). Rates and CPU times
-// on a shared machine move by a third from one run to the next (BENCHMARKS.md, "How it
-// runs"); the instructions a build executes for the same load do not, so a change worth a
-// few percent of the work a delivery costs can be told here. Counted: user-space
-// instructions of every thread of the server's process. Not counted: the kernel's work
-// (sockets, WAL writes, fsync) and, on PostgreSQL, the database's processes.
+// on a shared machine move by a third from one run to the next; the instructions a build
+// executes for the same load move by a few percent (BENCHMARKS.md, "This release"), so a
+// change worth more than that can be told here. Counted: user-space instructions of every
+// thread of the server's process. Not counted: the kernel's work (sockets, WAL writes,
+// fsync) and, on PostgreSQL, the database's processes.
 //
 //   npm run bench:instructions                          SQLite: bare Fastify, the limit, Roost
 //   npm run bench:instructions -- --figures ingest,postgres
@@ -174,24 +174,33 @@ function countsText(counts: Counts): string {
     .join(', ');
 }
 
-/**
- * Counts `server` `runs` times, each in a fresh process and database; prints each run;
- * returns the least: work that lands in one window and not another (a major GC) only adds.
- */
-async function measure(name: Figure, server: Server): Promise<Counts> {
-  const all: Counts[] = [];
-  for (let run = 1; run <= runs; run++) {
-    let counts: Counts;
-    if (name === 'ingest') counts = await count(server);
-    else {
-      const outcome = await withBenchDatabase((url) => count(server, url));
-      if (!outcome.ok) throw new Error(`PostgreSQL: ${outcome.reason}`);
-      counts = outcome.value;
-    }
-    all.push(counts);
-    console.log(`  ${server.label.padEnd(24)} ${thousands(own(counts)).padStart(6)} a request (${countsText(counts)})`);
+/** Counts `server` once, in a fresh process (and database); prints the count. */
+async function countOnce(name: Figure, server: Server): Promise<Counts> {
+  let counts: Counts;
+  if (name === 'ingest') counts = await count(server);
+  else {
+    const outcome = await withBenchDatabase((url) => count(server, url));
+    if (!outcome.ok) throw new Error(`PostgreSQL: ${outcome.reason}`);
+    counts = outcome.value;
   }
-  return all.reduce((least, counts) => (own(counts) < own(least) ? counts : least));
+  console.log(`  ${server.label.padEnd(24)} ${thousands(own(counts)).padStart(6)} a request (${countsText(counts)})`);
+  return counts;
+}
+
+/**
+ * Counts each server `runs` times, the servers in turn and their order reversed every other
+ * round (ABBA): what the clock drives comes oftener a request the busier the machine, so
+ * each server meets the same minutes. Keeps each server's least count: work that lands in
+ * one window and not another (a major GC) only adds.
+ */
+async function measure(name: Figure, list: Server[]): Promise<Counts[]> {
+  const all = list.map(() => [] as Counts[]);
+  for (let run = 1; run <= runs; run++) {
+    const order = list.map((_, i) => i);
+    if (run % 2 === 0) order.reverse();
+    for (const i of order) all[i].push(await countOnce(name, list[i]));
+  }
+  return all.map((counts) => counts.reduce((least, c) => (own(c) < own(least) ? c : least)));
 }
 
 const roost = (label: string, tree?: string): Server => ({
@@ -211,25 +220,32 @@ async function figure(name: Figure, revision: string | undefined, revisionTree: 
     `${name === 'ingest' ? 'SQLite ingest' : "PostgreSQL ingest (the database's own processes not counted)"}: ` +
       `${requests} requests counted after ${warmup}, ${connections} connections, ${ADDRESSES} inboxes`,
   );
+  const list: Array<[keyof typeof counted, Server]> = [];
   const counted: Partial<Record<'bare' | 'limit' | 'roost' | 'revision', Counts>> = {};
   if (name === 'ingest' && servers.has('bare'))
-    counted.bare = await measure(name, {
-      label: 'bare Fastify',
-      entry: 'bench/baseline.ts',
-      options: () => ({}),
-      inboxes: bareInboxes,
-    });
+    list.push([
+      'bare',
+      { label: 'bare Fastify', entry: 'bench/baseline.ts', options: () => ({}), inboxes: bareInboxes },
+    ]);
   if (servers.has('limit'))
-    counted.limit = await measure(name, {
-      label: 'the limit of the design',
-      entry: 'bench/baseline.ts',
-      options: (databaseUrl) => ({
-        args: databaseUrl ? ['--durable-postgres', databaseUrl] : ['--durable-sqlite', freshDb()],
-      }),
-      inboxes: bareInboxes,
-    });
-  if (servers.has('roost')) counted.roost = await measure(name, roost('Roost'));
-  if (revision) counted.revision = await measure(name, roost(`Roost at ${revision}`, revisionTree));
+    list.push([
+      'limit',
+      {
+        label: 'the limit of the design',
+        entry: 'bench/baseline.ts',
+        options: (databaseUrl) => ({
+          args: databaseUrl ? ['--durable-postgres', databaseUrl] : ['--durable-sqlite', freshDb()],
+        }),
+        inboxes: bareInboxes,
+      },
+    ]);
+  if (servers.has('roost')) list.push(['roost', roost('Roost')]);
+  if (revision) list.push(['revision', roost(`Roost at ${revision}`, revisionTree)]);
+  const least = await measure(
+    name,
+    list.map(([, server]) => server),
+  );
+  list.forEach(([key], i) => (counted[key] = least[i]));
   const ratio = (a: Counts, b: Counts) => (own(a) / own(b)).toFixed(2);
   const lines: string[] = [];
   if (counted.roost && counted.limit)
