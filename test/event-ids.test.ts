@@ -5,17 +5,14 @@
 // start, a clock that stepped back — must still give every event a key of its own, an ack
 // by id that finds it, and a purge that takes exactly the events past retention.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type Database from 'better-sqlite3';
 import fc from 'fast-check';
-import { migrate, openSqlite } from '../src/storage/sqlite/connection.js';
 import { firstKeyOf, KEYS_PER_MS, LOW_KEYS, msOfId, newEventId } from '../src/storage/event-ids.js';
 import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite/writes.js';
 import type { AppendInput } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
+import { openWriterFile, type WriterFile } from './helpers/writer-file.js';
 
 test('newEventId: evt_, the millisecond in 12 hex digits, then 128 random bits in base64url, never repeated', () => {
   const ms = Date.UTC(2030, 0, 1);
@@ -51,23 +48,17 @@ test('msOfId gives back the millisecond newEventId was given, and null for ids o
 });
 
 describe('SQLite event keys', () => {
-  let dir: string;
+  let file: WriterFile;
   let db: Database.Database;
   let writes: SqliteWrites;
   let addressId: string;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'roost-keys-'));
-    db = openSqlite(join(dir, 'roost.db'), 'FULL');
-    migrate(db);
-    writes = new SqliteWrites(db);
+    ({ db, writes } = file = openWriterFile());
     const a = addressRecord({ createdAt: 0 });
     writes.insertAddress(a);
     addressId = a.id;
   });
-  afterEach(() => {
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterEach(() => file.remove());
 
   /** Appends one event created at `createdAt` (its id minted as SqliteStorage does); returns the id. */
   function append(createdAt: number, to = writes): string {

@@ -5,33 +5,22 @@
 // events again. A test that changes the file behind the writer's back sees which it did: a
 // kept bound ignores the change, a dropped one is read again with it.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type Database from 'better-sqlite3';
-import { migrate, openSqlite } from '../src/storage/sqlite/connection.js';
 import { newEventId } from '../src/storage/event-ids.js';
 import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite/writes.js';
 import { eventSize } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
+import { openWriterFile, type WriterFile } from './helpers/writer-file.js';
 
 const HOUR = 3_600_000;
 
 describe('SQLite purge steps and the writer’s queue bounds', () => {
-  let dir: string;
+  let file: WriterFile;
   let db: Database.Database;
   let writes: SqliteWrites;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'roost-purge-queues-'));
-    db = openSqlite(join(dir, 'roost.db'), 'FULL');
-    migrate(db);
-    writes = new SqliteWrites(db);
-  });
-  afterEach(() => {
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  beforeEach(() => ({ db, writes } = file = openWriterFile()));
+  afterEach(() => file.remove());
 
   const newAddress = (expiresAt: number | null = null) => {
     const address = addressRecord({ createdAt: 0, expiresAt });

@@ -14,11 +14,11 @@ import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { SqliteStorage } from '../src/storage/sqlite/engine.js';
-import { migrate, openSqlite } from '../src/storage/sqlite/connection.js';
 import { newEventId } from '../src/storage/event-ids.js';
 import { SqliteWrites, toAppendTuple } from '../src/storage/sqlite/writes.js';
 import type { AppendInput, EmailPart } from '../src/storage/storage.js';
 import { addressRecord, appendInput } from './helpers/records.js';
+import { openWriterFile, type WriterFile } from './helpers/writer-file.js';
 
 const event = (addressId: string, dataJson = '{}') => appendInput(addressId, { dataJson });
 
@@ -137,19 +137,11 @@ describe('SQLite writer thread', () => {
 
 // The writer's group commit below the thread: what one failed append does to its batch.
 describe('SQLite group commit: a failed append in a batch', () => {
-  let dir: string;
+  let file: WriterFile;
   let db: Database.Database;
   let writes: SqliteWrites;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'roost-batch-'));
-    db = openSqlite(join(dir, 'roost.db'), 'FULL');
-    migrate(db);
-    writes = new SqliteWrites(db);
-  });
-  afterEach(() => {
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  beforeEach(() => ({ db, writes } = file = openWriterFile()));
+  afterEach(() => file.remove());
   const tuple = (input: AppendInput, capacity = 1000) => toAppendTuple(input, newEventId(input.createdAt), capacity);
   // Inserts of type 'refused' fail from then on. RAISE(ABORT) fails its statement alone, as
   // a constraint does: the transaction goes on.
