@@ -16,10 +16,9 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createAddresses, roostEnv, type BenchAddress } from './fixtures.js';
+import { createAddresses, JSON_HEADERS, roostEnv, SMALL_EVENT, type BenchAddress } from './fixtures.js';
 import { baselineInboxes } from './ingest.js';
 import { fmt, hammer } from './load.js';
-import { JSON_HEADERS, SMALL_EVENT } from './fixtures.js';
 import {
   compileRevision,
   compileServers,
@@ -59,7 +58,10 @@ const warmup = Number(values.warmup);
 const runs = Number(values.runs);
 const connections = Number(values.connections);
 const ADDRESSES = 1000;
+const SERVERS = ['bare', 'limit', 'roost'];
 const servers = new Set(values.servers.split(','));
+for (const server of servers)
+  if (!SERVERS.includes(server)) throw new Error(`--servers: ${server} is not one of ${SERVERS.join(', ')}`);
 
 if (spawnSync('valgrind', ['--version']).status !== 0)
   throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
@@ -83,9 +85,9 @@ interface Server {
 }
 
 /**
- * Runs `server` under callgrind with instrumentation off (about ten times slower than
- * native, not fifty) through its start and `warmup` requests, so that the JIT has done its
- * work; then counts the instructions of `requests` more, by thread.
+ * Runs `server` under callgrind with instrumentation off (far faster than counting) through
+ * its start and `warmup` requests, so that the JIT has done its work; then counts the
+ * instructions of `requests` more, by thread.
  */
 async function count(server: Server, databaseUrl?: string): Promise<Counts> {
   const out = join(work, `callgrind-${++dbCount}-${server.label.replace(/\W+/g, '-')}`);
@@ -157,7 +159,7 @@ const perRequest = (counts: Counts, total: number): Counts =>
  * A request's own work: the event loop and the writer. V8's helpers (GC, optimising
  * compiles) are left out of the ratios: under valgrind the same work takes far longer, so
  * what V8 schedules by the clock comes oftener a request than natively (BENCHMARKS.md,
- * "Instructions a request").
+ * "This release").
  */
 const own = (counts: Counts) => counts.eventLoop + counts.writer;
 
@@ -253,7 +255,7 @@ async function figure(name: Figure, revision: string | undefined, revisionTree: 
   if (counted.limit && counted.bare) lines.push(`the limit ×${ratio(counted.limit, counted.bare)} bare Fastify's`);
   if (counted.roost && counted.revision)
     lines.push(`this tree ×${ratio(counted.roost, counted.revision)} ${revision}'s`);
-  console.log(`  ${lines.join('; ')}\n`);
+  console.log(lines.length > 0 ? `  ${lines.join('; ')}\n` : '');
 }
 
 try {
