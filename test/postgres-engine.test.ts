@@ -322,10 +322,14 @@ describe('PostgreSQL engine', { skip: skip ? `skipped: ${skip}` : false }, () =>
         const locks = await withClient(
           db.url,
           async (c) =>
+            // pg_locks shows every database's locks: other tests' instances take the same keys in theirs.
             (
-              await c.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1", [
-                ADVISORY_LOCKS.namespace,
-              ])
+              await c.query(
+                `SELECT count(*)::int AS n FROM pg_locks
+                 WHERE locktype = 'advisory' AND classid = $1
+                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+                [ADVISORY_LOCKS.namespace],
+              )
             ).rows[0].n,
         );
         assert.equal(locks, 0, 'no instance keeps the purge lock after a sweep');
