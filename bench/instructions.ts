@@ -22,6 +22,7 @@ import { fmt, hammer } from './load.js';
 import {
   compileRevision,
   compileServers,
+  kindsText,
   startChild,
   type BenchChild,
   type ChildOptions,
@@ -138,8 +139,8 @@ function control(pid: number, command: string): void {
 
 /**
  * The dump's instructions by kind of thread: callgrind numbers the main thread 1 (the event
- * loop); the thread that ran SQLite's statements is the writer; the rest are V8's helpers
- * (GC, compiler) and libuv's pool, counted together.
+ * loop); the thread that ran SQLite's statements is the writer; the rest, counted as V8's
+ * helpers, are those (GC, compiler) and libuv's pool.
  */
 function threadCounts(pid: number, out: string): Counts {
   const counts: Counts = { eventLoop: 0, writer: 0, email: 0, workers: 0, v8: 0, other: 0 };
@@ -164,17 +165,7 @@ const perRequest = (counts: Counts, total: number): Counts =>
 const own = (counts: Counts) => counts.eventLoop + counts.writer;
 
 const thousands = (n: number) => `${fmt(n / 1000)}k`;
-function countsText(counts: Counts): string {
-  const kinds: Array<[string, number]> = [
-    ['event loop', counts.eventLoop],
-    ['SQLite writer', counts.writer],
-    ["V8's helpers and libuv's pool", counts.v8],
-  ];
-  return kinds
-    .filter(([name, n]) => n > 0 || name === 'event loop')
-    .map(([name, n]) => `${name} ${thousands(n)}`)
-    .join(', ');
-}
+const countsText = (counts: Counts) => kindsText(counts, thousands);
 
 /** Counts `server` once, in a fresh process (and database); prints the count. */
 async function countOnce(name: Figure, server: Server): Promise<Counts> {

@@ -154,8 +154,11 @@ export function cpuSince(child: BenchChild, mark: CpuMark, units: number): { ser
 }
 
 /** "event loop 52 µs, SQLite writer 24 µs, V8's helpers 9 µs" of a CpuPerUnit: the kinds that used any. */
-export function threadsText({ serverThreadsMs: t }: CpuPerUnit): string {
-  const us = (ms: number) => `${Math.round(ms * 1000)} µs`;
+export const threadsText = ({ serverThreadsMs }: CpuPerUnit): string =>
+  kindsText(serverThreadsMs, (ms) => `${Math.round(ms * 1000)} µs`);
+
+/** A figure by kind of thread (CPU, instructions) as text, `format` writing each: the kinds that have any. */
+export function kindsText(t: ThreadCpu, format: (n: number) => string): string {
   const kinds: Array<[string, number]> = [
     ['event loop', t.eventLoop],
     ['SQLite writer', t.writer],
@@ -165,8 +168,8 @@ export function threadsText({ serverThreadsMs: t }: CpuPerUnit): string {
     ['other', t.other],
   ];
   return kinds
-    .filter(([name, ms]) => ms > 0 || name === 'event loop')
-    .map(([name, ms]) => `${name} ${us(ms)}`)
+    .filter(([name, n]) => n > 0 || name === 'event loop')
+    .map(([name, n]) => `${name} ${format(n)}`)
     .join(', ');
 }
 
