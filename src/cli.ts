@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 // The `roost` command (docs/api.md §11): `serve` runs the service; the other commands are a
 // client of a running one, built on the SDK in ./client. One module per command (or command
 // group) in ./cli. Output contract: stdout carries JSON only (one object a line when piped);

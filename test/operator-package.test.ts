@@ -207,6 +207,7 @@ describe('the published package', () => {
     for (const needed of [
       'package.json',
       'README.md',
+      'bin/roost.js',
       'dist/cli.js',
       'dist/index.js',
       'dist/index.d.ts',
