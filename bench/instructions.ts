@@ -7,7 +7,7 @@
 // fsync) and, on PostgreSQL, the database's processes.
 //
 //   npm run bench:instructions                          SQLite: bare Fastify, the limit, Roost
-//   npm run bench:instructions -- --figures ingest,postgres
+//   npm run bench:instructions -- --figures ingest,postgres,smtp
 //   npm run bench:instructions -- --against REV         also REV's Roost, and this tree's over it
 //   npm run bench:instructions -- --requests 10000 --warmup 5000 --runs 2 --servers limit,roost
 //   npm run bench:instructions -- --keep DIR            keep callgrind's files, for callgrind_annotate
@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createAddresses, JSON_HEADERS, roostEnv, SMALL_EVENT, type BenchAddress } from './fixtures.js';
+import { createAddresses, JSON_HEADERS, MANY_CLIENTS, roostEnv, SMALL_EVENT, type BenchAddress } from './fixtures.js';
 import { baselineInboxes } from './ingest.js';
 import { fmt, hammer } from './load.js';
 import {
@@ -29,6 +29,7 @@ import {
   type ThreadCpu,
 } from './processes.js';
 import { withBenchDatabase } from './postgres.js';
+import { sendMessages } from './smtp.js';
 import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
 
 const { values } = parseArgs({
@@ -49,7 +50,7 @@ const { values } = parseArgs({
     keep: { type: 'string' },
   },
 });
-const FIGURES = ['ingest', 'postgres'] as const;
+const FIGURES = ['ingest', 'postgres', 'smtp'] as const;
 type Figure = (typeof FIGURES)[number];
 const figures = values.figures.split(',') as Figure[];
 for (const figure of figures)
@@ -59,6 +60,8 @@ const warmup = Number(values.warmup);
 const runs = Number(values.runs);
 const connections = Number(values.connections);
 const ADDRESSES = 1000;
+/** SMTP: as `npm run bench` sends it (bench/run.ts), small text messages to 200 recipients over 10 connections. */
+const SMTP = { recipients: 200, connections: 10 } as const;
 const SERVERS = ['bare', 'limit', 'roost'];
 const servers = new Set(values.servers.split(','));
 for (const server of servers)
@@ -81,8 +84,31 @@ interface Server {
   entry: 'bench/server.ts' | 'bench/baseline.ts';
   /** Given a fresh PostgreSQL database's URL on that figure. */
   options(databaseUrl?: string): ChildOptions;
-  /** Roost's inboxes are made through its API; the baselines check no secret. */
+  /** Roost's inboxes (or return addresses) are made through its API; the baselines check none. */
   inboxes(child: BenchChild): Promise<BenchAddress[]>;
+}
+
+/** Sends `amount` deliveries of the figure to `child`: HTTP posts, or SMTP messages on `smtp`. */
+async function deliver(name: Figure, child: BenchChild, inboxes: BenchAddress[], amount: number): Promise<void> {
+  if (name === 'smtp') {
+    if (child.smtpPort === null) throw new Error('the server has no SMTP port');
+    const recipients = inboxes.map((inbox) => inbox.email);
+    const { failed } = await sendMessages(child.smtpPort, recipients, { connections: SMTP.connections, amount });
+    if (failed > 0) throw new Error(`${failed} messages of ${amount} were refused`);
+    return;
+  }
+  const result = await hammer({
+    url: child.url,
+    paths: inboxes.map((inbox) => inbox.inboxPath),
+    method: 'POST' as const,
+    headers: JSON_HEADERS,
+    body: SMALL_EVENT,
+    connections,
+    durationS: 0,
+    amount,
+  });
+  if (result.errors + result.timeouts + result.non2xx > 0)
+    throw new Error(`${result.errors + result.timeouts} errors, ${result.non2xx} not 2xx`);
 }
 
 /**
@@ -90,7 +116,7 @@ interface Server {
  * its start and `warmup` requests, so that the JIT has done its work; then counts the
  * instructions of `requests` more, by thread.
  */
-async function count(server: Server, databaseUrl?: string): Promise<Counts> {
+async function count(name: Figure, server: Server, databaseUrl?: string): Promise<Counts> {
   const out = join(work, `callgrind-${++dbCount}-${server.label.replace(/\W+/g, '-')}`);
   const options = server.options(databaseUrl);
   const child = await startChild(server.entry, {
@@ -110,23 +136,14 @@ async function count(server: Server, databaseUrl?: string): Promise<Counts> {
   });
   try {
     const inboxes = await server.inboxes(child);
-    const load = {
-      url: child.url,
-      paths: inboxes.map((inbox) => inbox.inboxPath),
-      method: 'POST' as const,
-      headers: JSON_HEADERS,
-      body: SMALL_EVENT,
-      connections,
-      durationS: 0,
-    };
-    await hammer({ ...load, amount: warmup });
+    await deliver(name, child, inboxes, warmup);
     control(child.pid, '--instr=on');
     control(child.pid, '--zero');
-    const result = await hammer({ ...load, amount: requests });
-    if (result.errors + result.timeouts + result.non2xx > 0)
-      throw new Error(`${server.label}: ${result.errors + result.timeouts} errors, ${result.non2xx} not 2xx`);
+    await deliver(name, child, inboxes, requests).catch((error: Error) => {
+      throw new Error(`${server.label}: ${error.message}`);
+    });
     control(child.pid, '--dump');
-    return perRequest(threadCounts(child.pid, out), result.total);
+    return perRequest(threadCounts(child.pid, out), requests);
   } finally {
     await child.stop();
   }
@@ -139,8 +156,10 @@ function control(pid: number, command: string): void {
 
 /**
  * The dump's instructions by kind of thread: callgrind numbers the main thread 1 (the event
- * loop); the thread that ran SQLite's statements is the writer; the rest, counted as V8's
- * helpers, are those (GC, compiler) and libuv's pool.
+ * loop); the thread that ran SQLite's statements is the writer; another thread that took
+ * messages from a MessagePort is a worker, which in these servers is an email worker (or
+ * the SMTP limit's parsing thread); the rest, counted as V8's helpers, are those (GC,
+ * compiler) and libuv's pool.
  */
 function threadCounts(pid: number, out: string): Counts {
   const counts: Counts = { eventLoop: 0, writer: 0, email: 0, workers: 0, v8: 0, other: 0 };
@@ -149,7 +168,15 @@ function threadCounts(pid: number, out: string): Counts {
     const text = readFileSync(join(work, file), 'utf8');
     const thread = Number(/^thread: (\d+)$/m.exec(text)?.[1]);
     const total = Number(/^(?:summary|totals): (\d+)$/m.exec(text)?.[1] ?? 0);
-    counts[thread === 1 ? 'eventLoop' : / sqlite3_step$/m.test(text) ? 'writer' : 'v8'] += total;
+    const kind =
+      thread === 1
+        ? 'eventLoop'
+        : / sqlite3_step$/m.test(text)
+          ? 'writer'
+          : /MessagePort::OnMessage/.test(text)
+            ? 'email'
+            : 'v8';
+    counts[kind] += total;
   }
   return counts;
 }
@@ -157,12 +184,12 @@ function threadCounts(pid: number, out: string): Counts {
 const perRequest = (counts: Counts, total: number): Counts =>
   Object.fromEntries(Object.entries(counts).map(([kind, n]) => [kind, n / total])) as unknown as Counts;
 /**
- * A request's own work: the event loop and the writer. V8's helpers (GC, optimising
- * compiles) are left out of the ratios: under valgrind the same work takes far longer, so
- * what V8 schedules by the clock comes oftener a request than natively (BENCHMARKS.md,
- * "This release").
+ * A delivery's own work: the event loop, the writer and the email workers. V8's helpers (GC,
+ * optimising compiles) are left out of the ratios: under valgrind the same work takes far
+ * longer, so what V8 schedules by the clock comes oftener a request than natively
+ * (BENCHMARKS.md, "This release").
  */
-const own = (counts: Counts) => counts.eventLoop + counts.writer;
+const own = (counts: Counts) => counts.eventLoop + counts.writer + counts.email;
 
 const thousands = (n: number) => `${fmt(n / 1000)}k`;
 const countsText = (counts: Counts) => kindsText(counts, thousands);
@@ -170,13 +197,15 @@ const countsText = (counts: Counts) => kindsText(counts, thousands);
 /** Counts `server` once, in a fresh process (and database); prints the count. */
 async function countOnce(name: Figure, server: Server): Promise<Counts> {
   let counts: Counts;
-  if (name === 'ingest') counts = await count(server);
+  if (name !== 'postgres') counts = await count(name, server);
   else {
-    const outcome = await withBenchDatabase((url) => count(server, url));
+    const outcome = await withBenchDatabase((url) => count(name, server, url));
     if (!outcome.ok) throw new Error(`PostgreSQL: ${outcome.reason}`);
     counts = outcome.value;
   }
-  console.log(`  ${server.label.padEnd(24)} ${thousands(own(counts)).padStart(6)} a request (${countsText(counts)})`);
+  console.log(
+    `  ${server.label.padEnd(24)} ${thousands(own(counts)).padStart(6)} a ${name === 'smtp' ? 'message' : 'request'} (${countsText(counts)})`,
+  );
   return counts;
 }
 
@@ -196,29 +225,49 @@ async function measure(name: Figure, list: Server[]): Promise<Counts[]> {
   return all.map((counts) => counts.reduce((least, c) => (own(c) < own(least) ? c : least)));
 }
 
-const roost = (label: string, tree?: string): Server => ({
+const roost = (name: Figure, label: string, tree?: string): Server => ({
   label,
   entry: 'bench/server.ts',
   options: (databaseUrl) => ({
-    env: roostEnv(freshDb(), databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    env: roostEnv(freshDb(), databaseUrl ? { DATABASE_URL: databaseUrl } : name === 'smtp' ? MANY_CLIENTS : {}),
+    args: name === 'smtp' ? ['--smtp'] : [],
     nodeArgs: [...SERVE_NODE_FLAGS, ...(values['node-args'] ? values['node-args'].split(' ') : [])],
     tree,
   }),
-  inboxes: (child) => createAddresses(child.url, ADDRESSES),
+  inboxes: (child) => createAddresses(child.url, name === 'smtp' ? SMTP.recipients : ADDRESSES),
 });
-const bareInboxes = () => Promise.resolve(baselineInboxes(ADDRESSES));
+/** The baselines' inboxes; for SMTP, recipients, which the sink and the limit take whatever they are. */
+const bareInboxes = (name: Figure) => () =>
+  Promise.resolve(
+    name === 'smtp'
+      ? baselineInboxes(SMTP.recipients).map((inbox, i) => ({ ...inbox, email: `r${i}@roost.test` }))
+      : baselineInboxes(ADDRESSES),
+  );
+const TITLES: Record<Figure, string> = {
+  ingest: `SQLite ingest: ${requests} requests counted after ${warmup}, ${connections} connections, ${ADDRESSES} inboxes`,
+  postgres:
+    "PostgreSQL ingest (the database's own processes not counted): " +
+    `${requests} requests counted after ${warmup}, ${connections} connections, ${ADDRESSES} inboxes`,
+  smtp:
+    `SMTP ingest (SQLite): ${requests} messages counted after ${warmup}, ` +
+    `${SMTP.connections} connections, ${SMTP.recipients} recipients`,
+};
 
 async function figure(name: Figure, revision: string | undefined, revisionTree: string | undefined): Promise<void> {
-  console.log(
-    `${name === 'ingest' ? 'SQLite ingest' : "PostgreSQL ingest (the database's own processes not counted)"}: ` +
-      `${requests} requests counted after ${warmup}, ${connections} connections, ${ADDRESSES} inboxes`,
-  );
+  console.log(TITLES[name]);
   const list: Array<[keyof typeof counted, Server]> = [];
   const counted: Partial<Record<'bare' | 'limit' | 'roost' | 'revision', Counts>> = {};
-  if (name === 'ingest' && servers.has('bare'))
+  if (name !== 'postgres' && servers.has('bare'))
     list.push([
       'bare',
-      { label: 'bare Fastify', entry: 'bench/baseline.ts', options: () => ({}), inboxes: bareInboxes },
+      name === 'smtp'
+        ? {
+            label: 'the sink',
+            entry: 'bench/baseline.ts',
+            options: () => ({ args: ['--smtp'] }),
+            inboxes: bareInboxes(name),
+          }
+        : { label: 'bare Fastify', entry: 'bench/baseline.ts', options: () => ({}), inboxes: bareInboxes(name) },
     ]);
   if (servers.has('limit'))
     list.push([
@@ -227,13 +276,16 @@ async function figure(name: Figure, revision: string | undefined, revisionTree: 
         label: 'the limit of the design',
         entry: 'bench/baseline.ts',
         options: (databaseUrl) => ({
-          args: databaseUrl ? ['--durable-postgres', databaseUrl] : ['--durable-sqlite', freshDb()],
+          args: [
+            ...(name === 'smtp' ? ['--smtp'] : []),
+            ...(databaseUrl ? ['--durable-postgres', databaseUrl] : ['--durable-sqlite', freshDb()]),
+          ],
         }),
-        inboxes: bareInboxes,
+        inboxes: bareInboxes(name),
       },
     ]);
-  if (servers.has('roost')) list.push(['roost', roost('Roost')]);
-  if (revision) list.push(['revision', roost(`Roost at ${revision}`, revisionTree)]);
+  if (servers.has('roost')) list.push(['roost', roost(name, 'Roost')]);
+  if (revision) list.push(['revision', roost(name, `Roost at ${revision}`, revisionTree)]);
   const least = await measure(
     name,
     list.map(([, server]) => server),
@@ -243,7 +295,8 @@ async function figure(name: Figure, revision: string | undefined, revisionTree: 
   const lines: string[] = [];
   if (counted.roost && counted.limit)
     lines.push(`Roost ×${ratio(counted.roost, counted.limit)} the limit's instructions`);
-  if (counted.limit && counted.bare) lines.push(`the limit ×${ratio(counted.limit, counted.bare)} bare Fastify's`);
+  if (counted.limit && counted.bare)
+    lines.push(`the limit ×${ratio(counted.limit, counted.bare)} ${name === 'smtp' ? "the sink's" : "bare Fastify's"}`);
   if (counted.roost && counted.revision)
     lines.push(`this tree ×${ratio(counted.roost, counted.revision)} ${revision}'s`);
   console.log(lines.length > 0 ? `  ${lines.join('; ')}\n` : '');

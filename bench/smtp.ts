@@ -42,20 +42,18 @@ export function meanSmtp(a: SmtpResult, b: SmtpResult): SmtpResult {
   };
 }
 
-export async function measureSmtp(
-  port: number,
-  recipients: string[],
-  options: { connections: number; durationS: number; warmupS: number },
-  /** The server's CPU time so far by kind of thread, in ms (BenchChild.threadCpuMs). */
-  serverCpu: () => ThreadCpu,
-): Promise<SmtpResult> {
+/**
+ * A pool of `connections` SMTP connections to `port`; each sendOne sends the next small text
+ * message, to the recipients in turn, and resolves with its latency in ms.
+ */
+function smtpSender(port: number, recipients: string[], connections: number) {
   const transport = nodemailer.createTransport({
     host: '127.0.0.1',
     port,
     secure: false,
     ignoreTLS: true,
     pool: true,
-    maxConnections: options.connections,
+    maxConnections: connections,
     maxMessages: Infinity,
   });
   let next = 0;
@@ -70,6 +68,38 @@ export async function measureSmtp(
     });
     return performance.now() - startedAt;
   };
+  return { sendOne, close: () => transport.close() };
+}
+
+/** Sends `amount` messages over `connections` pooled connections, each sender back to back. */
+export async function sendMessages(
+  port: number,
+  recipients: string[],
+  options: { connections: number; amount: number },
+): Promise<{ sent: number; failed: number }> {
+  const { sendOne, close } = smtpSender(port, recipients, options.connections);
+  let started = 0;
+  let failed = 0;
+  try {
+    await Promise.all(
+      Array.from({ length: options.connections }, async () => {
+        while (started++ < options.amount) await sendOne().catch(() => failed++);
+      }),
+    );
+  } finally {
+    close();
+  }
+  return { sent: options.amount - failed, failed };
+}
+
+export async function measureSmtp(
+  port: number,
+  recipients: string[],
+  options: { connections: number; durationS: number; warmupS: number },
+  /** The server's CPU time so far by kind of thread, in ms (BenchChild.threadCpuMs). */
+  serverCpu: () => ThreadCpu,
+): Promise<SmtpResult> {
+  const { sendOne, close } = smtpSender(port, recipients, options.connections);
   // As many senders as pooled connections, each sending back to back until time is up.
   const run = async (seconds: number) => {
     const until = performance.now() + seconds * 1000;
@@ -108,6 +138,6 @@ export async function measureSmtp(
       machineBusy,
     };
   } finally {
-    transport.close();
+    close();
   }
 }
