@@ -11,9 +11,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import Stripe from 'stripe';
-import twilio from 'twilio';
 import { request } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { twilio } from './helpers/twilio.js';
 
 const hmac = (key: string, data: string, encoding: 'hex' | 'base64' = 'hex') =>
   createHmac('sha256', key).update(data).digest(encoding);

@@ -13,10 +13,10 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import Stripe from 'stripe';
-import twilio from 'twilio';
 import { forEachEngine } from './helpers/engines.js';
 import { assertError, createAddress, listEvents, request, type CreatedAddress } from './helpers/http.js';
 import type { TestServer } from './helpers/server.js';
+import { twilio } from './helpers/twilio.js';
 
 type Headers = Record<string, string>;
 interface Sent {

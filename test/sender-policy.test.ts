@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
-import twilio from 'twilio';
 import { ServiceError } from '../src/core/errors.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../src/core/limits.js';
 import { planSenderRequest, replayKey, unverifiedKey, type SenderPlan } from '../src/core/senders/policy.js';
@@ -14,6 +13,7 @@ import { PROVIDER_NAMES, type SenderRequest, type SenderVerdict } from '../src/c
 import { CLIENT_STATE_REPLACEMENT, microsoftGraphProvider } from '../src/core/senders/providers/microsoft-graph.js';
 import { twilioProvider } from '../src/core/senders/providers/twilio.js';
 import { senderProvider } from '../src/core/senders/registry.js';
+import { twilio } from './helpers/twilio.js';
 
 const NOW_MS = Date.UTC(2026, 0, 15, 12, 0, 0);
 

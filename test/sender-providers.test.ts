@@ -12,7 +12,6 @@ import fc from 'fast-check';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import { Webhook as SvixWebhook } from 'svix';
-import twilio from 'twilio';
 import type { SenderProvider, SenderRequest, SenderSettings, SenderVerdict } from '../src/core/senders/provider.js';
 import { dropboxProvider } from '../src/core/senders/providers/dropbox.js';
 import { linearProvider } from '../src/core/senders/providers/linear.js';
@@ -25,6 +24,7 @@ import { stripeProvider } from '../src/core/senders/providers/stripe.js';
 import { twilioProvider } from '../src/core/senders/providers/twilio.js';
 import { twitchProvider } from '../src/core/senders/providers/twitch.js';
 import { zoomProvider } from '../src/core/senders/providers/zoom.js';
+import { twilio } from './helpers/twilio.js';
 
 const NOW_MS = Date.UTC(2026, 0, 15, 12, 0, 0);
 const NOW_S = Math.floor(NOW_MS / 1000);
