@@ -455,8 +455,7 @@ export class RoostService extends ServiceBase {
     const data = id && input.dataFor ? input.dataFor(id) : input.data;
     const parts = id && input.partsFor ? input.partsFor(id) : input.parts;
     if (parts) for (const part of parts) refuseNul(`The filename of attachment ${part.part}`, part.filename);
-    // An email's data is not a sender's JSON but the few-level shape smtp/event-data.ts builds.
-    if (transport !== 'email' && jsonDepthExceeds(data, MAX_JSON_DEPTH)) {
+    if (jsonDepthExceeds(data, MAX_JSON_DEPTH)) {
       throw errors.invalidRequest({ message: `data is nested more than ${MAX_JSON_DEPTH} levels deep.` });
     }
     const result = await this.storage.appendEvent({
