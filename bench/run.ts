@@ -31,6 +31,7 @@ import {
 import { MATCHING_FILTER, measureReading, pagePaths, PAGE_SIZE, UNMATCHED_FILTER } from './reading.js';
 import { prefill } from './prefill.js';
 import { postgresCpuMs, postgresVersion, withBenchDatabase } from './postgres.js';
+import { interleave, type InterleavedRatio } from './interleaved.js';
 import { meanSmtp, measureSmtp, type SmtpResult } from './smtp.js';
 import { measureWake } from './wake.js';
 import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
@@ -63,6 +64,9 @@ const QUEUE_CAPACITY = 1000;
 const SMTP_ADDRESSES = 200;
 const SMTP_CONNECTIONS = 10;
 const PREFILL = quick ? { addresses: 10_000, events: 100_000 } : { addresses: 100_000, events: 1_000_000 };
+/** The interleaved ratio's slices (bench/interleaved.ts): how many of Roost's, and how long each. */
+const SLICES = quick ? 3 : 8;
+const slice = { durationS: 2, warmupS: 0 };
 
 /** Runs `phase`, recording a CPU profile of the Roost child meanwhile when --profile is given. */
 async function profiled<T>(child: BenchChild, name: string, phase: () => Promise<T>): Promise<T> {
@@ -104,6 +108,15 @@ function loadLine(label: string, r: LoadResult, unit = 'req/s', baseline?: LoadR
   const ratio = baseline ? `  ×${(r.rps / baseline.rps).toFixed(2)} of baseline` : '';
   const cpu = r.cpu ? `\n${''.padEnd(44)} ${r.cpu}` : '';
   return `${label.padEnd(44)} ${fmt(r.rps).padStart(8)} ${unit}  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  errors ${r.errors + r.timeouts}  non-2xx ${r.non2xx}${busyText(r.machineBusy)}${ratio}${cpu}`;
+}
+
+/** The headline ratio again, taken slice by slice in turn with its baseline (bench/interleaved.ts). */
+function interleavedLine(r: InterleavedRatio): string {
+  const label = `interleaved: ${r.ratios.length} slices of ${slice.durationS} s each`;
+  return (
+    `${label.padEnd(44)} Roost ×${r.median.toFixed(2)} of baseline, the median slice (middle half ×${r.low.toFixed(2)}–${r.high.toFixed(2)})\n` +
+    `${''.padEnd(44)} each slice, in turn: ${r.ratios.map((ratio) => ratio.toFixed(2)).join(' ')}`
+  );
 }
 
 /**
@@ -165,7 +178,7 @@ async function roostIngest(
   label: string,
   args: string[],
   baseline: () => Promise<LoadResult | undefined>,
-  options: { profile?: string; env?: Record<string, string> } = {},
+  options: { profile?: string; env?: Record<string, string>; interleaveWith?: () => Promise<number> } = {},
 ): Promise<LoadResult> {
   const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), options.env), args });
   try {
@@ -183,9 +196,12 @@ async function roostIngest(
     const cpu = cpuLine(roost, mark!, result.total);
     const after = await commitsOf(roost);
     const batch = batchLine(before!, after, Date.now() - startedAt, cpu);
+    const roostSlice = async () => (await measureIngest(roost.url, addresses, { connections, ...slice })).rps;
+    const inTurn = options.interleaveWith && (await interleave(SLICES, options.interleaveWith, roostSlice));
     await stop(roost);
     report(loadLine(label, result, 'req/s', await baseline()));
     report(batch);
+    if (inTurn) report(interleavedLine(inTurn));
     return result;
   } finally {
     if (children.includes(roost)) await stop(roost);
@@ -273,6 +289,8 @@ async function main(): Promise<void> {
     );
     return { ...result, cpu: cpuLine(baseline, mark!, result.total) };
   };
+  const bareSlice = async () =>
+    (await measureIngest(baseline.url, baselineInboxes(INGEST_ADDRESSES), { connections, ...slice })).rps;
   if (only.has('ingest') || only.has('prefilled')) {
     report(`Ingest: small JSON deliveries rotating across ${INGEST_ADDRESSES} inbox URLs`);
     bare = await measureBare();
@@ -286,7 +304,7 @@ async function main(): Promise<void> {
       'Roost, synchronous=FULL, group commit',
       [],
       async () => (bare = await bracketed(bare!, measureBare, httpBracket('req/s'))),
-      { profile: 'ingest' },
+      { profile: 'ingest', interleaveWith: bareSlice },
     );
     await durableLimit('limit: bare Fastify + group commit, FULL', ['--durable-sqlite', freshDb()], roostFull, bare!);
     if (!values['no-references'])
@@ -343,17 +361,23 @@ async function main(): Promise<void> {
         );
         const postgresUs = ((postgresCpuMs() - postgresBefore) * 1000) / result.total;
         const cpu = `${cpuLine(roost, mark!, result.total)}; PostgreSQL's processes ${fmt(postgresUs)} µs`;
+        const inTurn = await interleave(
+          SLICES,
+          bareSlice,
+          async () => (await measureIngest(roost.url, addresses, { connections, ...slice })).rps,
+        );
         await stop(roost);
-        return { result, cpu, base: await bracketed(before, measureBare, httpBracket('req/s')) };
+        return { result, cpu, inTurn, base: await bracketed(before, measureBare, httpBracket('req/s')) };
       } finally {
         if (children.includes(roost)) await stop(roost);
       }
     });
     if (outcome.ok) {
-      const { result, cpu, base } = outcome.value;
+      const { result, cpu, inTurn, base } = outcome.value;
       const version = (await postgresVersion()).split(' ')[0];
       report(loadLine(`Roost on PostgreSQL ${version}, same machine`, result, 'req/s', base));
       report(`${''.padEnd(44)} ${cpu}`);
+      report(interleavedLine(inTurn));
       await withBenchDatabase((url) =>
         durableLimit('limit: bare Fastify + batched INSERTs', ['--durable-postgres', url], result, base, true),
       );
@@ -520,6 +544,13 @@ async function main(): Promise<void> {
           roost.threadCpuMs(),
         ),
       );
+      const smtpSlice = (server: BenchChild) => async () =>
+        (
+          await measureSmtp(server.smtpPort!, recipients, { connections: SMTP_CONNECTIONS, ...slice }, () =>
+            server.threadCpuMs(),
+          )
+        ).rate;
+      const inTurn = await interleave(SLICES, smtpSlice(baseline), smtpSlice(roost));
       const sink = await bracketed(
         bare,
         () =>
@@ -529,6 +560,7 @@ async function main(): Promise<void> {
         { line: (label, r) => smtpLine(label, r), mean: meanSmtp, rate: (r) => r.rate },
       );
       report(smtpLine('Roost (stored durably before 250)', mail, sink));
+      report(interleavedLine(inTurn));
       // The limit of the design (bench/smtp-sink.ts): parsed off the event loop, committed before 250.
       const limit = await start('bench/baseline.ts', { args: ['--smtp', '--durable-sqlite', freshDb()] });
       try {

@@ -1,0 +1,49 @@
+// A headline ratio taken in short slices: the baseline and Roost measured in turn (baseline,
+// Roost, baseline, …, baseline), each Roost slice against the mean of the two baseline
+// slices around it. On a shared machine the baseline's own rate moves by a quarter from one
+// second to the next and drifts over minutes (BENCHMARKS.md, "This release: each headline
+// ratio taken in turn"); a ratio per slice follows the machine, and their median is not
+// moved by one slow stretch on either side as one long run of each is.
+export interface InterleavedRatio {
+  /** Roost's rate over the baseline's, one per Roost slice, in the order measured. */
+  ratios: number[];
+  median: number;
+  /** The middle half of the ratios: the first and third quartiles. */
+  low: number;
+  high: number;
+}
+
+/** The value at fraction `q` of `sorted` (ascending), interpolated between neighbours. */
+function quantile(sorted: readonly number[], q: number): number {
+  const at = (sorted.length - 1) * q;
+  const below = Math.floor(at);
+  const above = Math.min(sorted.length - 1, below + 1);
+  return sorted[below] + (sorted[above] - sorted[below]) * (at - below);
+}
+
+/** Summarises per-slice ratios: their median and middle half. */
+export function summarise(ratios: number[]): InterleavedRatio {
+  const sorted = [...ratios].sort((a, b) => a - b);
+  return { ratios, median: quantile(sorted, 0.5), low: quantile(sorted, 0.25), high: quantile(sorted, 0.75) };
+}
+
+/**
+ * `slices` Roost slices, each between two baseline slices; each slice function runs one
+ * slice of load (its server already warm) and returns its rate.
+ */
+export async function interleave(
+  slices: number,
+  baseline: () => Promise<number>,
+  roost: () => Promise<number>,
+): Promise<InterleavedRatio> {
+  if (slices < 1) throw new Error('interleave: at least one slice');
+  let before = await baseline();
+  const ratios: number[] = [];
+  for (let i = 0; i < slices; i++) {
+    const rate = await roost();
+    const after = await baseline();
+    ratios.push(rate / ((before + after) / 2));
+    before = after;
+  }
+  return summarise(ratios);
+}
