@@ -4,6 +4,7 @@
 // second to the next and drifts over minutes (BENCHMARKS.md, "This release: each headline
 // ratio taken in turn"); a ratio per slice follows the machine, and their median is not
 // moved by one slow stretch on either side as one long run of each is.
+
 export interface InterleavedRatio {
   /** Roost's rate over the baseline's, one per Roost slice, in the order measured. */
   ratios: number[];
