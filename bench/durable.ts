@@ -91,7 +91,10 @@ const APPEND = `
   SELECT n, sequence FROM numbered ORDER BY n`;
 
 export async function postgresAppends(url: string): Promise<DurableAppends> {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // One generic plan, as Roost's own batch statement gets: left to choose, PostgreSQL plans
+  // this one again at every call (each batch's arrays change its estimate), 0.21 ms a batch
+  // that Roost does not pay (BENCHMARKS.md, "This release: each headline ratio taken in turn").
+  const pool = new pg.Pool({ connectionString: url, max: 10, options: '-c plan_cache_mode=force_generic_plan' });
   await pool.query(`
     CREATE TABLE IF NOT EXISTS addresses (id integer PRIMARY KEY, last_sequence bigint NOT NULL DEFAULT 0);
     INSERT INTO addresses (id) SELECT generate_series(0, ${POSTGRES_ADDRESSES - 1}) ON CONFLICT DO NOTHING;
