@@ -93,7 +93,7 @@ const APPEND = `
 export async function postgresAppends(url: string): Promise<DurableAppends> {
   // One generic plan, as Roost's own batch statement gets: left to choose, PostgreSQL plans
   // this one again at every call (each batch's arrays change its estimate), 0.21 ms a batch
-  // that Roost does not pay (BENCHMARKS.md, "This release: each headline ratio taken in turn").
+  // that Roost does not pay (BENCHMARKS.md, "each headline ratio taken in turn").
   const pool = new pg.Pool({ connectionString: url, max: 10, options: '-c plan_cache_mode=force_generic_plan' });
   await pool.query(`
     CREATE TABLE IF NOT EXISTS addresses (id integer PRIMARY KEY, last_sequence bigint NOT NULL DEFAULT 0);

@@ -1,10 +1,10 @@
 // `npm run bench:instructions`: instructions a delivery, counted by callgrind (valgrind), for
 // Roost, the limit of its design and bare Fastify (bench/baseline.ts). Rates and CPU times
 // on a shared machine move by a third from one run to the next; the instructions a build
-// executes for the same load move by a few percent (BENCHMARKS.md, "This release"), so a
-// change worth more than that can be told here. Counted: user-space instructions of every
-// thread of the server's process. Not counted: the kernel's work (sockets, WAL writes,
-// fsync) and, on PostgreSQL, the database's processes.
+// executes for the same load move by a few percent (BENCHMARKS.md, "instructions a request,
+// counted"), so a change worth more than that can be told here. Counted: user-space
+// instructions of every thread of the server's process. Not counted: the kernel's work
+// (sockets, WAL writes, fsync) and, on PostgreSQL, the database's processes.
 //
 //   npm run bench:instructions                          SQLite: bare Fastify, the limit, Roost
 //   npm run bench:instructions -- --figures ingest,postgres,smtp
@@ -187,7 +187,7 @@ const perRequest = (counts: Counts, total: number): Counts =>
  * A delivery's own work: the event loop, the writer and the email workers. V8's helpers (GC,
  * optimising compiles) are left out of the ratios: under valgrind the same work takes far
  * longer, so what V8 schedules by the clock comes oftener a request than natively
- * (BENCHMARKS.md, "This release").
+ * (BENCHMARKS.md, "instructions a request, counted").
  */
 const own = (counts: Counts) => counts.eventLoop + counts.writer + counts.email;
 

@@ -1,8 +1,8 @@
 // A headline ratio taken in short slices: the baseline and Roost measured in turn (baseline,
 // Roost, baseline, …, baseline), each Roost slice against the mean of the two baseline
 // slices around it. On a shared machine the baseline's own rate moves by a quarter from one
-// second to the next and drifts over minutes (BENCHMARKS.md, "This release: each headline
-// ratio taken in turn"); a ratio per slice follows the machine, and their median is not
+// second to the next and drifts over minutes (BENCHMARKS.md, "each headline ratio
+// taken in turn"); a ratio per slice follows the machine, and their median is not
 // moved by one slow stretch on either side as one long run of each is.
 
 export interface InterleavedRatio {

@@ -57,7 +57,8 @@ export function digestSecret(secret: string): string {
 /**
  * Constant-time check of a presented secret against a stored digest: the two hex digests
  * compared as bytes. It runs on every inbox delivery and every bearer request, and crypto.hash
- * gives hex for less than it gives a Buffer (BENCHMARKS.md, "This release").
+ * gives hex for less than it gives a Buffer (BENCHMARKS.md, "instructions a request,
+ * counted").
  */
 export function secretMatches(presented: string, storedDigest: string): boolean {
   const a = Buffer.from(digestSecret(presented), 'latin1');
