@@ -23,7 +23,7 @@ function quantile(sorted: readonly number[], q: number): number {
 }
 
 /** Summarises per-slice ratios: their median and middle half. */
-export function summarise(ratios: number[]): InterleavedRatio {
+function summarise(ratios: number[]): InterleavedRatio {
   const sorted = [...ratios].sort((a, b) => a - b);
   return { ratios, median: quantile(sorted, 0.5), low: quantile(sorted, 0.25), high: quantile(sorted, 0.75) };
 }

@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createAddresses, fill, MANY_CLIENTS, roostEnv } from './fixtures.js';
+import { createAddresses, fill, MANY_CLIENTS, roostEnv, type BenchAddress } from './fixtures.js';
 import { baselineInboxes, measureIngest } from './ingest.js';
 import { measureHeldPolls, type HeldPollsResult } from './held-polls.js';
 import { fmt, meanLoad, percentile, type LoadResult } from './load.js';
@@ -67,6 +67,9 @@ const PREFILL = quick ? { addresses: 10_000, events: 100_000 } : { addresses: 10
 /** The interleaved ratio's slices (bench/interleaved.ts): how many of Roost's, and how long each. */
 const SLICES = quick ? 3 : 8;
 const slice = { durationS: 2, warmupS: 0 };
+/** One slice of ingest load on a warm server: its rate. */
+const ingestSlice = (url: string, addresses: BenchAddress[]) => async () =>
+  (await measureIngest(url, addresses, { connections, ...slice })).rps;
 
 /** Runs `phase`, recording a CPU profile of the Roost child meanwhile when --profile is given. */
 async function profiled<T>(child: BenchChild, name: string, phase: () => Promise<T>): Promise<T> {
@@ -196,8 +199,8 @@ async function roostIngest(
     const cpu = cpuLine(roost, mark!, result.total);
     const after = await commitsOf(roost);
     const batch = batchLine(before!, after, Date.now() - startedAt, cpu);
-    const roostSlice = async () => (await measureIngest(roost.url, addresses, { connections, ...slice })).rps;
-    const inTurn = options.interleaveWith && (await interleave(SLICES, options.interleaveWith, roostSlice));
+    const inTurn =
+      options.interleaveWith && (await interleave(SLICES, options.interleaveWith, ingestSlice(roost.url, addresses)));
     await stop(roost);
     report(loadLine(label, result, 'req/s', await baseline()));
     report(batch);
@@ -289,8 +292,7 @@ async function main(): Promise<void> {
     );
     return { ...result, cpu: cpuLine(baseline, mark!, result.total) };
   };
-  const bareSlice = async () =>
-    (await measureIngest(baseline.url, baselineInboxes(INGEST_ADDRESSES), { connections, ...slice })).rps;
+  const bareSlice = ingestSlice(baseline.url, baselineInboxes(INGEST_ADDRESSES));
   if (only.has('ingest') || only.has('prefilled')) {
     report(`Ingest: small JSON deliveries rotating across ${INGEST_ADDRESSES} inbox URLs`);
     bare = await measureBare();
@@ -361,11 +363,7 @@ async function main(): Promise<void> {
         );
         const postgresUs = ((postgresCpuMs() - postgresBefore) * 1000) / result.total;
         const cpu = `${cpuLine(roost, mark!, result.total)}; PostgreSQL's processes ${fmt(postgresUs)} µs`;
-        const inTurn = await interleave(
-          SLICES,
-          bareSlice,
-          async () => (await measureIngest(roost.url, addresses, { connections, ...slice })).rps,
-        );
+        const inTurn = await interleave(SLICES, bareSlice, ingestSlice(roost.url, addresses));
         await stop(roost);
         return { result, cpu, inTurn, base: await bracketed(before, measureBare, httpBracket('req/s')) };
       } finally {
