@@ -12,6 +12,9 @@ export interface InterleavedRatio {
   /** The middle half of the ratios: the first and third quartiles. */
   low: number;
   high: number;
+  /** The median rate of each side's slices, to set beside its long run's. */
+  roostRate: number;
+  baselineRate: number;
 }
 
 /** The value at fraction `q` of `sorted` (ascending), interpolated between neighbours. */
@@ -22,11 +25,7 @@ function quantile(sorted: readonly number[], q: number): number {
   return sorted[below] + (sorted[above] - sorted[below]) * (at - below);
 }
 
-/** Summarises per-slice ratios: their median and middle half. */
-function summarise(ratios: number[]): InterleavedRatio {
-  const sorted = [...ratios].sort((a, b) => a - b);
-  return { ratios, median: quantile(sorted, 0.5), low: quantile(sorted, 0.25), high: quantile(sorted, 0.75) };
-}
+const ascending = (values: readonly number[]) => [...values].sort((a, b) => a - b);
 
 /**
  * `slices` Roost slices, each between two baseline slices; each slice function runs one
@@ -38,13 +37,21 @@ export async function interleave(
   roost: () => Promise<number>,
 ): Promise<InterleavedRatio> {
   if (slices < 1) throw new Error('interleave: at least one slice');
-  let before = await baseline();
+  const baselineRates = [await baseline()];
+  const roostRates: number[] = [];
   const ratios: number[] = [];
   for (let i = 0; i < slices; i++) {
-    const rate = await roost();
-    const after = await baseline();
-    ratios.push(rate / ((before + after) / 2));
-    before = after;
+    roostRates.push(await roost());
+    baselineRates.push(await baseline());
+    ratios.push(roostRates[i] / ((baselineRates[i] + baselineRates[i + 1]) / 2));
   }
-  return summarise(ratios);
+  const sorted = ascending(ratios);
+  return {
+    ratios,
+    median: quantile(sorted, 0.5),
+    low: quantile(sorted, 0.25),
+    high: quantile(sorted, 0.75),
+    roostRate: quantile(ascending(roostRates), 0.5),
+    baselineRate: quantile(ascending(baselineRates), 0.5),
+  };
 }

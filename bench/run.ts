@@ -114,11 +114,12 @@ function loadLine(label: string, r: LoadResult, unit = 'req/s', baseline?: LoadR
 }
 
 /** The headline ratio again, taken slice by slice in turn with its baseline (bench/interleaved.ts). */
-function interleavedLine(r: InterleavedRatio): string {
+function interleavedLine(r: InterleavedRatio, unit: string): string {
   const label = `interleaved: ${r.ratios.length} slices of ${slice.durationS} s each`;
   return (
     `${label.padEnd(44)} Roost ×${r.median.toFixed(2)} of baseline, the median slice (middle half ×${r.low.toFixed(2)}–${r.high.toFixed(2)})\n` +
-    `${''.padEnd(44)} each slice, in turn: ${r.ratios.map((ratio) => ratio.toFixed(2)).join(' ')}`
+    `${''.padEnd(44)} each slice, in turn: ${r.ratios.map((ratio) => ratio.toFixed(2)).join(' ')}; ` +
+    `the median slice's rate: Roost ${fmt(r.roostRate)}, baseline ${fmt(r.baselineRate)} ${unit}`
   );
 }
 
@@ -204,7 +205,7 @@ async function roostIngest(
     await stop(roost);
     report(loadLine(label, result, 'req/s', await baseline()));
     report(batch);
-    if (inTurn) report(interleavedLine(inTurn));
+    if (inTurn) report(interleavedLine(inTurn, 'req/s'));
     return result;
   } finally {
     if (children.includes(roost)) await stop(roost);
@@ -375,7 +376,7 @@ async function main(): Promise<void> {
       const version = (await postgresVersion()).split(' ')[0];
       report(loadLine(`Roost on PostgreSQL ${version}, same machine`, result, 'req/s', base));
       report(`${''.padEnd(44)} ${cpu}`);
-      report(interleavedLine(inTurn));
+      report(interleavedLine(inTurn, 'req/s'));
       await withBenchDatabase((url) =>
         durableLimit('limit: bare Fastify + batched INSERTs', ['--durable-postgres', url], result, base, true),
       );
@@ -558,7 +559,7 @@ async function main(): Promise<void> {
         { line: (label, r) => smtpLine(label, r), mean: meanSmtp, rate: (r) => r.rate },
       );
       report(smtpLine('Roost (stored durably before 250)', mail, sink));
-      report(interleavedLine(inTurn));
+      report(interleavedLine(inTurn, 'msg/s'));
       // The limit of the design (bench/smtp-sink.ts): parsed off the event loop, committed before 250.
       const limit = await start('bench/baseline.ts', { args: ['--smtp', '--durable-sqlite', freshDb()] });
       try {
