@@ -200,10 +200,11 @@ async function roostIngest(
     const cpu = cpuLine(roost, mark!, result.total);
     const after = await commitsOf(roost);
     const batch = batchLine(before!, after, Date.now() - startedAt, cpu);
+    const base = await baseline();
     const inTurn =
       options.interleaveWith && (await interleave(SLICES, options.interleaveWith, ingestSlice(roost.url, addresses)));
     await stop(roost);
-    report(loadLine(label, result, 'req/s', await baseline()));
+    report(loadLine(label, result, 'req/s', base));
     report(batch);
     if (inTurn) report(interleavedLine(inTurn, 'req/s'));
     return result;
@@ -364,9 +365,10 @@ async function main(): Promise<void> {
         );
         const postgresUs = ((postgresCpuMs() - postgresBefore) * 1000) / result.total;
         const cpu = `${cpuLine(roost, mark!, result.total)}; PostgreSQL's processes ${fmt(postgresUs)} µs`;
+        const base = await bracketed(before, measureBare, httpBracket('req/s'));
         const inTurn = await interleave(SLICES, bareSlice, ingestSlice(roost.url, addresses));
         await stop(roost);
-        return { result, cpu, inTurn, base: await bracketed(before, measureBare, httpBracket('req/s')) };
+        return { result, cpu, inTurn, base };
       } finally {
         if (children.includes(roost)) await stop(roost);
       }
@@ -483,8 +485,12 @@ async function main(): Promise<void> {
           () => measureReading(baseline.url, address, paths, { connections, ...timing }),
           httpBracket('pages/s'),
         );
+        const readingSlice = (url: string) => async () =>
+          (await measureReading(url, address, paths, { connections, ...slice })).rps;
+        const inTurn = await interleave(SLICES, readingSlice(baseline.url), readingSlice(roost.url));
         report(loadLine('Roost', read, 'pages/s', bare));
         report(`${''.padEnd(44)} = ${fmt(read.rps * PAGE_SIZE)} events/s`);
+        report(interleavedLine(inTurn, 'pages/s'));
         // The pages above are read again and again, so their events' text is kept from the
         // first read (src/storage/sqlite/recent-events.ts); here nothing is kept, as for a
         // reader going through events no one has read lately.
@@ -549,7 +555,6 @@ async function main(): Promise<void> {
             server.threadCpuMs(),
           )
         ).rate;
-      const inTurn = await interleave(SLICES, smtpSlice(baseline), smtpSlice(roost));
       const sink = await bracketed(
         bare,
         () =>
@@ -558,6 +563,7 @@ async function main(): Promise<void> {
           ),
         { line: (label, r) => smtpLine(label, r), mean: meanSmtp, rate: (r) => r.rate },
       );
+      const inTurn = await interleave(SLICES, smtpSlice(baseline), smtpSlice(roost));
       report(smtpLine('Roost (stored durably before 250)', mail, sink));
       report(interleavedLine(inTurn, 'msg/s'));
       // The limit of the design (bench/smtp-sink.ts): parsed off the event loop, committed before 250.
