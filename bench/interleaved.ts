@@ -5,6 +5,8 @@
 // taken in turn"); a ratio per slice follows the machine, and their median is not
 // moved by one slow stretch on either side as one long run of each is.
 
+import { percentile } from './load.js';
+
 export interface InterleavedRatio {
   /** Roost's rate over the baseline's, one per Roost slice, in the order measured. */
   ratios: number[];
@@ -16,16 +18,6 @@ export interface InterleavedRatio {
   roostRate: number;
   baselineRate: number;
 }
-
-/** The value at fraction `q` of `sorted` (ascending), interpolated between neighbours. */
-function quantile(sorted: readonly number[], q: number): number {
-  const at = (sorted.length - 1) * q;
-  const below = Math.floor(at);
-  const above = Math.min(sorted.length - 1, below + 1);
-  return sorted[below] + (sorted[above] - sorted[below]) * (at - below);
-}
-
-const ascending = (values: readonly number[]) => [...values].sort((a, b) => a - b);
 
 /**
  * `slices` Roost slices, each between two baseline slices; each slice function runs one
@@ -45,13 +37,12 @@ export async function interleave(
     baselineRates.push(await baseline());
     ratios.push(roostRates[i] / ((baselineRates[i] + baselineRates[i + 1]) / 2));
   }
-  const sorted = ascending(ratios);
   return {
     ratios,
-    median: quantile(sorted, 0.5),
-    low: quantile(sorted, 0.25),
-    high: quantile(sorted, 0.75),
-    roostRate: quantile(ascending(roostRates), 0.5),
-    baselineRate: quantile(ascending(baselineRates), 0.5),
+    median: percentile(ratios, 50),
+    low: percentile(ratios, 25),
+    high: percentile(ratios, 75),
+    roostRate: percentile(roostRates, 50),
+    baselineRate: percentile(baselineRates, 50),
   };
 }
