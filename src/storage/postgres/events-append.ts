@@ -21,6 +21,7 @@ import {
   type AppendResult,
   type InboxCredentials,
 } from '../storage.js';
+import { binaryArray } from './binary-arrays.js';
 import { namedStatements, statement, type Outcome, type PgConnection } from './connection.js';
 import { isUnavailableFailure, isUniqueViolation, storageError } from './errors.js';
 import { insertParts } from './email-parts.js';
@@ -293,7 +294,10 @@ export class PgAppends {
       for (const [, field] of ADMISSION) values.push(admittedBy === null ? null : admittedBy[field]);
       for (let i = 0; i < values.length; i++) columns[i].push(values[i]);
     }
-    const { rows } = await this.db.queryAsIs<{ id: string; sequence: number }>(SQL.batch, columns);
+    const { rows } = await this.db.queryAsIs<{ id: string; sequence: number }>(
+      SQL.batch,
+      columns.map((values, i) => binaryArray(BATCH_INPUT[i].pgType, values)),
+    );
     const stored = new Map<string, number>();
     for (const row of rows) stored.set(row.id, row.sequence);
     return stored;
