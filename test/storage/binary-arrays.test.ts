@@ -4,7 +4,10 @@
 // characters that literals escape, and the edges of each integer type.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { binaryArray } from '../../src/storage/postgres/binary-arrays.js';
+import { binaryArrays } from '../../src/storage/postgres/binary-arrays.js';
+
+const binaryArray = (type: 'text' | 'bigint' | 'integer' | 'boolean', values: readonly unknown[]) =>
+  binaryArrays([type], [values])[0];
 import { ADMIN_URL, postgresSkipReason, withClient } from '../helpers/postgres.js';
 
 const CASES = {
@@ -61,6 +64,19 @@ test(onPostgres('each binary array is the array its literal names'), { skip }, (
         assert.equal(rows[0].same, true, `${type}[] of ${sent.length}: ${rows[0].shown}`);
       }
     }
+  }),
+);
+
+test(onPostgres('arrays encoded together, in one buffer, are each their own array'), { skip }, () =>
+  withClient(ADMIN_URL, async (client) => {
+    const types = Object.keys(CASES) as Array<keyof typeof CASES>;
+    const columns = types.map((type) => CASES[type]);
+    const { rows } = await client.query<{ shown: string[]; literal: string[] }>(
+      `SELECT ARRAY[${types.map((type, i) => `$${i + 1}::${type}[]::text`).join(', ')}] AS shown,
+              ARRAY[${types.map((type, i) => `$${i + 1 + types.length}::${type}[]::text`).join(', ')}] AS literal`,
+      [...binaryArrays(types, columns), ...columns],
+    );
+    assert.deepEqual(rows[0].shown, rows[0].literal);
   }),
 );
 

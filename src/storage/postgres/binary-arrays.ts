@@ -26,44 +26,47 @@ function wrongValue(type: PgType, value: unknown): TypeError {
   );
 }
 
-/** `values` (null for NULL) as the binary form of `type[]`; it throws on a value of another type. */
-export function binaryArray(type: PgType, values: readonly unknown[]): Buffer {
-  const { oid, size } = ELEMENT[type];
-  const count = values.length;
-  let bytes = HEADER_BYTES + (count > 0 ? DIMENSION_BYTES : 0) + 4 * count;
-  let hasNull = false;
-  const textBytes = type === 'text' ? new Array<number>(count) : undefined;
-  for (let i = 0; i < count; i++) {
-    const value = values[i];
-    if (value === null || value === undefined) hasNull = true;
-    else if (textBytes) {
-      if (typeof value !== 'string') throw wrongValue(type, value);
-      textBytes[i] = Buffer.byteLength(value, 'utf8');
-      bytes += textBytes[i];
-    } else bytes += size;
+/** An array's size in binary; a text element's byte length goes into `textBytes`. */
+function sizeOf(type: PgType, values: readonly unknown[], textBytes: number[]): number {
+  const { size } = ELEMENT[type];
+  let bytes = HEADER_BYTES + (values.length > 0 ? DIMENSION_BYTES : 0) + 4 * values.length;
+  for (const value of values) {
+    if (value === null || value === undefined) continue;
+    if (type !== 'text') bytes += size;
+    else if (typeof value !== 'string') throw wrongValue(type, value);
+    else {
+      const length = Buffer.byteLength(value, 'utf8');
+      textBytes.push(length);
+      bytes += length;
+    }
   }
-  const out = Buffer.allocUnsafe(bytes);
-  let at = out.writeInt32BE(count > 0 ? 1 : 0, 0);
-  at = out.writeInt32BE(hasNull ? 1 : 0, at);
-  at = out.writeUInt32BE(oid, at);
+  return bytes;
+}
+
+/** Writes the array at `at`, its text elements' lengths read from `textBytes` from `next` on. */
+function write(out: Buffer, at: number, type: PgType, values: readonly unknown[], textBytes: number[], next: number) {
+  const count = values.length;
+  at = out.writeInt32BE(count > 0 ? 1 : 0, at);
+  at = out.writeInt32BE(values.some((value) => value === null || value === undefined) ? 1 : 0, at);
+  at = out.writeUInt32BE(ELEMENT[type].oid, at);
   if (count > 0) {
     at = out.writeInt32BE(count, at);
     at = out.writeInt32BE(1, at);
   }
-  for (let i = 0; i < count; i++) {
-    const value = values[i];
+  for (const value of values) {
     if (value === null || value === undefined) {
       at = out.writeInt32BE(-1, at);
-    } else if (textBytes) {
-      at = out.writeInt32BE(textBytes[i], at);
-      at += out.write(value as string, at, textBytes[i], 'utf8');
+    } else if (type === 'text') {
+      const length = textBytes[next++];
+      at = out.writeInt32BE(length, at);
+      at += out.write(value as string, at, length, 'utf8');
     } else if (type === 'boolean') {
       if (typeof value !== 'boolean') throw wrongValue(type, value);
       at = out.writeInt32BE(1, at);
       at = out.writeUInt8(value ? 1 : 0, at);
     } else {
       if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw wrongValue(type, value);
-      at = out.writeInt32BE(size, at);
+      at = out.writeInt32BE(ELEMENT[type].size, at);
       if (type === 'integer') at = out.writeInt32BE(value, at);
       else {
         // Two's complement in two halves: the high word by floor division, the low by ToUint32.
@@ -72,5 +75,25 @@ export function binaryArray(type: PgType, values: readonly unknown[]): Buffer {
       }
     }
   }
-  return out;
+  return next;
+}
+
+/**
+ * Each of `columns` (null for NULL) as the binary form of its `types[i][]`, all in one
+ * allocation: a batch's arrays are one buffer for the garbage collector, not one each.
+ * It throws on a value of another type.
+ */
+export function binaryArrays(types: readonly PgType[], columns: ReadonlyArray<readonly unknown[]>): Buffer[] {
+  const textBytes: number[] = [];
+  const sizes = columns.map((values, i) => sizeOf(types[i], values, textBytes));
+  const out = Buffer.allocUnsafe(sizes.reduce((sum, size) => sum + size, 0));
+  const arrays: Buffer[] = [];
+  let at = 0;
+  let next = 0;
+  for (let i = 0; i < columns.length; i++) {
+    next = write(out, at, types[i], columns[i], textBytes, next);
+    arrays.push(out.subarray(at, at + sizes[i]));
+    at += sizes[i];
+  }
+  return arrays;
 }

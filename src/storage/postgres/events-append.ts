@@ -21,7 +21,7 @@ import {
   type AppendResult,
   type InboxCredentials,
 } from '../storage.js';
-import { binaryArray } from './binary-arrays.js';
+import { binaryArrays } from './binary-arrays.js';
 import { namedStatements, statement, type Outcome, type PgConnection } from './connection.js';
 import { isUnavailableFailure, isUniqueViolation, storageError } from './errors.js';
 import { insertParts } from './email-parts.js';
@@ -70,6 +70,7 @@ const BATCH_INPUT: ReadonlyArray<Column<unknown>> = [
   // AppendParams.admittedBy, all null when the delivery was admitted on a fresh look-up.
   ...ADMISSION.map(([column]) => ({ ...column, name: `admitted_${column.name}` })),
 ];
+const BATCH_TYPES = BATCH_INPUT.map((column) => column.pgType);
 const ADDRESS_IDS = `$${EVENTS.names.indexOf('address_id') + 1}::text[]`;
 
 const SQL = namedStatements('append', {
@@ -296,7 +297,7 @@ export class PgAppends {
     }
     const { rows } = await this.db.queryAsIs<{ id: string; sequence: number }>(
       SQL.batch,
-      columns.map((values, i) => binaryArray(BATCH_INPUT[i].pgType, values)),
+      binaryArrays(BATCH_TYPES, columns),
     );
     const stored = new Map<string, number>();
     for (const row of rows) stored.set(row.id, row.sequence);
