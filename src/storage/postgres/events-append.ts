@@ -4,8 +4,8 @@
 // append policy (append-policy.ts) applied to a state no one else changes meanwhile.
 // Appends that arrive together go as one statement (batches.ts); what it cannot decide
 // alone runs through the full transaction. A committed append is announced with
-// `NOTIFY roost_wake, '<addressId>'` right after its commit, batched per turn of the event
-// loop — not inside the append's transaction, where a NOTIFY's lock, one for the whole
+// `NOTIFY roost_wake, '<addressId>'` after its commit, one announcement under way at a
+// time — not inside the append's transaction, where a NOTIFY's lock, one for the whole
 // server (docs/scale-out.md), would make every commit, and its WAL flush, wait for the
 // one before.
 import type pg from 'pg';
@@ -156,9 +156,9 @@ const SQL = namedStatements('append', {
   evict: 'DELETE FROM events WHERE id = ANY($1::text[])',
   addBytes: 'UPDATE addresses SET stored_bytes = stored_bytes + $2 WHERE id = $1',
   insert: `INSERT INTO events (${EVENTS.list}, size_bytes, key_scope) VALUES (${placeholders('postgres', EVENTS.names.length + 2)})`,
-  // The wake-ups of the appends committed in one turn of the event loop, sent after their
-  // commits in a transaction of their own.
-  announce: `SELECT pg_notify('${WAKE_CHANNEL}', id) FROM unnest($1::text[]) AS id`,
+  // The wake-ups of the appends committed since the last announcement, sent after their
+  // commits in a transaction of their own; one row back, not one a wake-up.
+  announce: `SELECT count(pg_notify('${WAKE_CHANNEL}', id)) FROM unnest($1::text[]) AS id`,
 });
 
 /** One append, with its event's id and size. */
@@ -179,9 +179,10 @@ interface QueuedAppend extends Append {
 
 export class PgAppends {
   private readonly batches: Batches<QueuedAppend>;
-  /** Addresses with an append committed in this turn, to be announced to other instances. */
+  /** Addresses with an append committed since the last announcement, to be announced to other instances. */
   private toAnnounce = new Set<string>();
-  private announcing: Promise<void> = Promise.resolve();
+  /** The announcement under way, if any. */
+  private announcing: Promise<void> | undefined;
   private closed = false;
 
   constructor(
@@ -403,34 +404,44 @@ export class PgAppends {
 
   /**
    * Tells the other instances that `addressId` has a new event, once its append has
-   * committed. The wake-ups of one turn go out in one statement. A wake-up carries no data
-   * and a lost one costs latency, never correctness: should this one fail (or the process
-   * die first), polls held elsewhere answer at their timeout and find the event then.
-   * Acknowledgements are announced the same way (streams tell their readers, docs/api.md §4.1).
+   * committed. One announcement is under way at a time: the wake-ups that come meanwhile
+   * wait for it and go out together in the next, so that a busy instance sends one
+   * statement per round trip rather than one per turn of its event loop (BENCHMARKS.md,
+   * "wake-ups one at a time"). A wake-up carries no data and a lost one costs latency, never
+   * correctness: should this one fail (or the process die first), polls held elsewhere
+   * answer at their timeout and find the event then. Acknowledgements are announced the
+   * same way (streams tell their readers, docs/api.md §4.1).
    */
   announce(addressId: string): void {
-    if (this.toAnnounce.size === 0) setImmediate(() => this.sendAnnouncements());
+    if (this.toAnnounce.size === 0 && this.announcing === undefined) setImmediate(() => this.sendAnnouncements());
     this.toAnnounce.add(addressId);
   }
 
   private sendAnnouncements(): void {
+    if (this.announcing !== undefined || this.toAnnounce.size === 0 || this.closed) return;
     const ids = [...this.toAnnounce];
     this.toAnnounce.clear();
-    if (ids.length === 0 || this.closed) return;
-    this.announcing = this.db.query(SQL.announce, [ids]).then(
-      () => undefined,
-      (error) =>
-        this.logger?.warn(
-          { err: error, addresses: ids.length },
-          'could not announce new events to other instances; their polls answer at their timeout',
-        ),
-    );
+    this.announcing = this.db
+      .query(SQL.announce, [ids])
+      .then(
+        () => undefined,
+        (error) =>
+          this.logger?.warn(
+            { err: error, addresses: ids.length },
+            'could not announce new events to other instances; their polls answer at their timeout',
+          ),
+      )
+      .then(() => {
+        this.announcing = undefined;
+        this.sendAnnouncements();
+      });
   }
 
   /** Sends the last appends' wake-ups; resolves once they are out. */
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    // Each announcement, once done, sends what came meanwhile: wait until none is under way.
     this.sendAnnouncements();
+    while (this.announcing !== undefined) await this.announcing;
     this.closed = true;
-    return this.announcing;
   }
 }
