@@ -11,6 +11,8 @@ import { loadConfig } from '../src/config.js';
 import { PostgresStorage } from '../src/storage/postgres/engine.js';
 import type { AppendInput, AppendResult } from '../src/storage/storage.js';
 import { addressRecord, appendInput, senderRecord } from './helpers/records.js';
+import { eventually } from './helpers/engines.js';
+import { startTcpProxy } from './helpers/tcp-proxy.js';
 import { createTestDatabase, postgresSkipReason, withClient, type TestDatabase } from './helpers/postgres.js';
 
 const skip = await postgresSkipReason();
@@ -197,6 +199,39 @@ describe('caps, gone addresses and admissions in batches', { skip: skip ? `skipp
       results.map((r) => (r.status === 'created' ? r.event.sequence : r.status)),
       [1, 'address_not_found', 2],
     );
+  });
+
+  test('wake-ups go out one announcement at a time, none dropped between them or at close', async () => {
+    // Each announcement is held back on its way to the database, so that appends commit
+    // while one is under way: they must wait for it and go out together in the next
+    // (events-append.ts announce), and the instance's close must still send them.
+    const proxy = await startTcpProxy(Number(new URL(db.url).port || 5432));
+    const viaProxy = new URL(db.url);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    const heard = new Set<string>();
+    const stop = two.onExternalChange((id) => heard.add(id));
+    const three = await PostgresStorage.open(loadConfig({ DATABASE_URL: viaProxy.href, ROOST_PG_POOL_SIZE: '4' }));
+    try {
+      proxy.delaySending('roost_append_announce', 150);
+      const addresses = Array.from({ length: 18 }, () => addressRecord());
+      for (const address of addresses) assert.equal(await one.insertAddress(address), 'ok');
+      for (let turn = 0; turn < 6; turn++) {
+        const results = await Promise.all(
+          addresses
+            .slice(turn * 3, turn * 3 + 3)
+            .map((address) => three.appendEvent({ event: appendInput(address.id), capacity: CAPACITY })),
+        );
+        for (const result of results) assert.equal(result.status, 'created');
+      }
+      await three.close();
+      await eventually(() => addresses.every((a) => heard.has(a.id)), 'every address heard by the other instance');
+      assert.equal(proxy.mostDelayedAtOnce, 1, 'one announcement under way at a time');
+    } finally {
+      stop();
+      await three.close();
+      await proxy.close();
+    }
   });
 
   test('appends admitted on an address read lately go in while its row has the same secrets and no sender; else address_changed', async () => {

@@ -2,6 +2,7 @@
 // the worst moment: right after forwarding the Sync that makes the server run (and commit)
 // a given statement, before its answer comes back. Roost then cannot know whether that
 // statement committed — the "outcome unknown" fault of a connection dying during COMMIT.
+// It can also hold back the statements that carry a given marker (a slow statement).
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
 /** The extended protocol's Sync message: 'S', length 4. */
@@ -11,19 +12,37 @@ export interface TcpProxy {
   port: number;
   /** The next statement whose bytes contain `marker` is sent, then Roost's side is cut. Resolves once cut. */
   cutAfterSending(marker: string): Promise<void>;
+  /** From now on, bytes from Roost that contain `marker` reach the server `ms` later; what follows on their connection waits behind them. */
+  delaySending(marker: string, ms: number): void;
+  /** The most chunks with the delayed marker held back at one time, over all connections. */
+  readonly mostDelayedAtOnce: number;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   let armed: { marker: Buffer; cut: () => void } | undefined;
+  let delay: { marker: Buffer; ms: number } | undefined;
+  let delayed = 0;
+  let mostDelayedAtOnce = 0;
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     const upstream = connect(targetPort, '127.0.0.1');
     sockets.add(client).add(upstream);
     let sawMarker = false;
     let cut = false;
+    let sending = Promise.resolve();
     client.on('data', (chunk) => {
-      upstream.write(chunk);
+      if (delay) {
+        const held = chunk.includes(delay.marker) ? delay.ms : 0;
+        if (held > 0) mostDelayedAtOnce = Math.max(mostDelayedAtOnce, ++delayed);
+        sending = sending.then(async () => {
+          if (held > 0) {
+            await new Promise((resolve) => setTimeout(resolve, held));
+            delayed--;
+          }
+          if (!upstream.destroyed) upstream.write(chunk);
+        });
+      } else upstream.write(chunk);
       if (armed && !sawMarker && chunk.includes(armed.marker)) sawMarker = true;
       if (sawMarker && armed && chunk.includes(SYNC)) {
         const { cut: done } = armed;
@@ -53,6 +72,10 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   return {
     port: (server.address() as { port: number }).port,
     cutAfterSending: (marker) => new Promise((resolve) => (armed = { marker: Buffer.from(marker), cut: resolve })),
+    delaySending: (marker, ms) => void (delay = { marker: Buffer.from(marker), ms }),
+    get mostDelayedAtOnce() {
+      return mostDelayedAtOnce;
+    },
     close: () =>
       new Promise((resolve) => {
         for (const socket of sockets) socket.destroy();
