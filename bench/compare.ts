@@ -18,7 +18,7 @@ import { createAddresses, MANY_CLIENTS, roostEnv, type BenchAddress } from './fi
 import { measureIngest } from './ingest.js';
 import { fmt } from './load.js';
 import { describeMachine, loadAverage } from './machine.js';
-import { withBenchDatabase } from './postgres.js';
+import { postgresCpuMs, withBenchDatabase } from './postgres.js';
 import {
   compileRevision,
   compileServers,
@@ -66,6 +66,8 @@ interface Run {
   server: CpuPerUnit;
   /** The load generator's CPU a unit, in µs. */
   loadUs: number;
+  /** On PostgreSQL, its processes' CPU a unit, in µs (postgres.ts postgresCpuMs). */
+  postgresUs?: number;
 }
 
 const work = mkdtempSync(join(tmpdir(), 'roost-bench-compare-'));
@@ -101,13 +103,18 @@ async function measureOnce(figure: Figure, variant: Variant, databaseUrl?: strin
 
 async function measureHttp(roost: BenchChild, addresses: BenchAddress[], figure: Figure): Promise<Run> {
   let mark = cpuMark(roost);
+  let postgresBefore = 0;
   const result = await measureIngest(
     roost.url,
     addresses,
     { connections: CONNECTIONS[figure], ...timing },
-    async () => void (mark = cpuMark(roost)),
+    async () => {
+      mark = cpuMark(roost);
+      postgresBefore = postgresCpuMs();
+    },
   );
-  return { rate: result.rps, p99: result.p99, ...cpuSince(roost, mark, result.total) };
+  const postgresUs = figure === 'postgres' ? ((postgresCpuMs() - postgresBefore) * 1000) / result.total : undefined;
+  return { rate: result.rps, p99: result.p99, ...cpuSince(roost, mark, result.total), postgresUs };
 }
 
 async function measureMail(roost: BenchChild, addresses: BenchAddress[]): Promise<Run> {
@@ -122,7 +129,8 @@ async function measureMail(roost: BenchChild, addresses: BenchAddress[]): Promis
 const unit = (figure: Figure) => (figure === 'smtp' ? 'msg/s' : 'req/s');
 const runLine = (figure: Figure, label: string, run: Run) =>
   `  ${label.padEnd(14)} ${fmt(run.rate).padStart(7)} ${unit(figure)}  p99 ${fmt(run.p99, 1)} ms  ` +
-  `CPU a ${figure === 'smtp' ? 'message' : 'request'}: server ${fmt(run.server.serverCpuMs * 1000)} µs (${threadsText(run.server)}); load generator ${fmt(run.loadUs)} µs`;
+  `CPU a ${figure === 'smtp' ? 'message' : 'request'}: server ${fmt(run.server.serverCpuMs * 1000)} µs (${threadsText(run.server)}); load generator ${fmt(run.loadUs)} µs` +
+  (run.postgresUs === undefined ? '' : `; PostgreSQL's processes ${fmt(run.postgresUs)} µs`);
 const mean = (xs: number[]) => xs.reduce((sum, x) => sum + x, 0) / xs.length;
 const range = (xs: number[], digits: number) =>
   `${fmt(mean(xs), digits)} (${fmt(Math.min(...xs), digits)}–${fmt(Math.max(...xs), digits)})`;
@@ -166,7 +174,8 @@ async function compare(figure: Figure, variants: [Variant, Variant]): Promise<vo
         list.map((run) => run.rate),
         0,
       )} ${unit(figure)}; CPU a unit: server ${us((run) => run.server.serverCpuMs)} µs, ` +
-        `event loop ${us((run) => run.server.serverThreadsMs.eventLoop)} µs`,
+        `event loop ${us((run) => run.server.serverThreadsMs.eventLoop)} µs` +
+        (figure === 'postgres' ? `, PostgreSQL's processes ${us((run) => (run.postgresUs ?? 0) / 1000)} µs` : ''),
     );
   }
   console.log('');

@@ -405,8 +405,8 @@ export class PgAppends {
   /**
    * Tells the other instances that `addressId` has a new event, once its append has
    * committed. One announcement is under way at a time: the wake-ups that come meanwhile
-   * wait for it and go out together in the next, so that a busy instance sends one
-   * statement per round trip rather than one per turn of its event loop (BENCHMARKS.md,
+   * wait for it and go out together in the next, so that announcements hold one pooled
+   * connection at most, however slow the database is to answer them (BENCHMARKS.md,
    * "wake-ups one at a time"). A wake-up carries no data and a lost one costs latency, never
    * correctness: should this one fail (or the process die first), polls held elsewhere
    * answer at their timeout and find the event then. Acknowledgements are announced the
