@@ -14,7 +14,7 @@ export interface TcpProxy {
   cutAfterSending(marker: string): Promise<void>;
   /** From now on, bytes from Roost that contain `marker` reach the server `ms` later; what follows on their connection waits behind them. */
   delaySending(marker: string, ms: number): void;
-  /** The most chunks with the delayed marker held back at one time, over all connections. */
+  /** The most connections holding back a chunk with the delayed marker at one time. */
   readonly mostDelayedAtOnce: number;
   close(): Promise<void>;
 }
@@ -34,9 +34,10 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     client.on('data', (chunk) => {
       if (delay) {
         const held = chunk.includes(delay.marker) ? delay.ms : 0;
-        if (held > 0) mostDelayedAtOnce = Math.max(mostDelayedAtOnce, ++delayed);
         sending = sending.then(async () => {
           if (held > 0) {
+            // Counted while held: chunks of one connection are held one after the other.
+            mostDelayedAtOnce = Math.max(mostDelayedAtOnce, ++delayed);
             await new Promise((resolve) => setTimeout(resolve, held));
             delayed--;
           }

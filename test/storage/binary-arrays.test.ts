@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { binaryArrays } from '../../src/storage/postgres/binary-arrays.js';
+import { ADMIN_URL, postgresSkipReason, withClient } from '../helpers/postgres.js';
 
 const binaryArray = (type: 'text' | 'bigint' | 'integer' | 'boolean', values: readonly unknown[]) =>
   binaryArrays([type], [values])[0];
-import { ADMIN_URL, postgresSkipReason, withClient } from '../helpers/postgres.js';
 
 const CASES = {
   text: [
