@@ -18,7 +18,7 @@ import { createAddresses, MANY_CLIENTS, roostEnv, type BenchAddress } from './fi
 import { measureIngest } from './ingest.js';
 import { fmt } from './load.js';
 import { describeMachine, loadAverage } from './machine.js';
-import { postgresCpuMs, withBenchDatabase } from './postgres.js';
+import { postgresCpuMark, withBenchDatabase } from './postgres.js';
 import {
   compileRevision,
   compileServers,
@@ -66,7 +66,7 @@ interface Run {
   server: CpuPerUnit;
   /** The load generator's CPU a unit, in µs. */
   loadUs: number;
-  /** On PostgreSQL, its processes' CPU a unit, in µs (postgres.ts postgresCpuMs). */
+  /** On PostgreSQL, its processes' CPU a unit, in µs (postgres.ts postgresCpuMark). */
   postgresUs?: number;
 }
 
@@ -103,17 +103,17 @@ async function measureOnce(figure: Figure, variant: Variant, databaseUrl?: strin
 
 async function measureHttp(roost: BenchChild, addresses: BenchAddress[], figure: Figure): Promise<Run> {
   let mark = cpuMark(roost);
-  let postgresBefore = 0;
+  let postgresMark: ReturnType<typeof postgresCpuMark> | undefined;
   const result = await measureIngest(
     roost.url,
     addresses,
     { connections: CONNECTIONS[figure], ...timing },
     async () => {
       mark = cpuMark(roost);
-      postgresBefore = postgresCpuMs();
+      if (figure === 'postgres') postgresMark = postgresCpuMark();
     },
   );
-  const postgresUs = figure === 'postgres' ? ((postgresCpuMs() - postgresBefore) * 1000) / result.total : undefined;
+  const postgresUs = postgresMark?.usPerUnit(result.total);
   return { rate: result.rps, p99: result.p99, ...cpuSince(roost, mark, result.total), postgresUs };
 }
 
@@ -175,7 +175,12 @@ async function compare(figure: Figure, variants: [Variant, Variant]): Promise<vo
         0,
       )} ${unit(figure)}; CPU a unit: server ${us((run) => run.server.serverCpuMs)} µs, ` +
         `event loop ${us((run) => run.server.serverThreadsMs.eventLoop)} µs` +
-        (figure === 'postgres' ? `, PostgreSQL's processes ${us((run) => (run.postgresUs ?? 0) / 1000)} µs` : ''),
+        (figure === 'postgres'
+          ? `, PostgreSQL's processes ${range(
+              list.map((run) => run.postgresUs ?? 0),
+              0,
+            )} µs`
+          : ''),
     );
   }
   console.log('');

@@ -48,7 +48,7 @@ export const postgresVersion = () =>
  * the backends, the WAL writer, the checkpointer), user and system, in ms; 0 when the
  * server runs elsewhere. Meaningful as a difference, over a run.
  */
-export function postgresCpuMs(): number {
+function postgresCpuMs(): number {
   let ms = 0;
   for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
     try {
@@ -59,4 +59,10 @@ export function postgresCpuMs(): number {
     }
   }
   return ms;
+}
+
+/** PostgreSQL's processes' CPU from now on: `usPerUnit(units)` gives it since, a unit of work, in µs. */
+export function postgresCpuMark(): { usPerUnit(units: number): number } {
+  const before = postgresCpuMs();
+  return { usPerUnit: (units) => ((postgresCpuMs() - before) * 1000) / units };
 }

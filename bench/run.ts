@@ -30,7 +30,7 @@ import {
 } from './processes.js';
 import { MATCHING_FILTER, measureReading, pagePaths, PAGE_SIZE, UNMATCHED_FILTER } from './reading.js';
 import { prefill } from './prefill.js';
-import { postgresCpuMs, postgresVersion, withBenchDatabase } from './postgres.js';
+import { postgresCpuMark, postgresVersion, withBenchDatabase } from './postgres.js';
 import { interleave, type InterleavedRatio } from './interleaved.js';
 import { meanSmtp, measureSmtp, type SmtpResult } from './smtp.js';
 import { measureWake } from './wake.js';
@@ -228,19 +228,17 @@ async function durableLimit(
   const limit = await start('bench/baseline.ts', { args });
   try {
     let mark: CpuMark | undefined;
-    let postgresBefore = 0;
+    let postgresMark: ReturnType<typeof postgresCpuMark> | undefined;
     const result = await measureIngest(
       limit.url,
       baselineInboxes(INGEST_ADDRESSES),
       { connections, ...timing },
       async () => {
         mark = cpuMark(limit);
-        postgresBefore = postgres ? postgresCpuMs() : 0;
+        if (postgres) postgresMark = postgresCpuMark();
       },
     );
-    const postgresUs = postgres
-      ? `; PostgreSQL's processes ${fmt(((postgresCpuMs() - postgresBefore) * 1000) / result.total)} µs`
-      : '';
+    const postgresUs = postgresMark ? `; PostgreSQL's processes ${fmt(postgresMark.usPerUnit(result.total))} µs` : '';
     report(loadLine(label, { ...result, cpu: cpuLine(limit, mark!, result.total) + postgresUs }, 'req/s', bare));
     report(`${''.padEnd(44)} Roost ×${(roost.rps / result.rps).toFixed(2)} of this limit`);
   } finally {
@@ -356,14 +354,14 @@ async function main(): Promise<void> {
         const before = await measureBare();
         report(loadLine('baseline: bare Fastify, parse + 202', before));
         let mark: CpuMark | undefined;
-        let postgresBefore = 0;
+        let postgresMark: ReturnType<typeof postgresCpuMark> | undefined;
         const result = await profiled(roost, 'postgres', () =>
           measureIngest(roost.url, addresses, { connections, ...timing }, async () => {
             mark = cpuMark(roost);
-            postgresBefore = postgresCpuMs();
+            postgresMark = postgresCpuMark();
           }),
         );
-        const postgresUs = ((postgresCpuMs() - postgresBefore) * 1000) / result.total;
+        const postgresUs = postgresMark!.usPerUnit(result.total);
         const cpu = `${cpuLine(roost, mark!, result.total)}; PostgreSQL's processes ${fmt(postgresUs)} µs`;
         const base = await bracketed(before, measureBare, httpBracket('req/s'));
         const inTurn = await interleave(SLICES, bareSlice, ingestSlice(roost.url, addresses));
