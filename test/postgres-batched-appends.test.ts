@@ -7,6 +7,7 @@
 // an address read lately goes in only while the address still admits it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { PostgresStorage } from '../src/storage/postgres/engine.js';
 import type { AppendInput, AppendResult } from '../src/storage/storage.js';
@@ -199,6 +200,34 @@ describe('caps, gone addresses and admissions in batches', { skip: skip ? `skipp
       results.map((r) => (r.status === 'created' ? r.event.sequence : r.status)),
       [1, 'address_not_found', 2],
     );
+  });
+
+  test('one append at a time: the batch statement keeps one generic plan, never planned again at each call', async () => {
+    // Left to choose, PostgreSQL plans a prepared statement afresh for its parameters while
+    // such custom plans look cheaper than the generic one, as they do for a batch of one
+    // (BENCHMARKS.md, "planned at every call"). pg_prepared_statements counts both kinds on
+    // the connection that prepared the statement, so every pooled connection is asked.
+    const address = addressRecord();
+    await one.insertAddress(address);
+    const appends = 12;
+    for (let i = 0; i < appends; i++) {
+      const result = await one.appendEvent({ event: appendInput(address.id), capacity: CAPACITY });
+      assert.equal(result.status, 'created');
+    }
+    const pool = (one as unknown as { db: { pool: pg.Pool } }).db.pool;
+    await eventually(() => pool.idleCount === pool.totalCount, 'every pooled connection idle');
+    const clients = await Promise.all(Array.from({ length: pool.totalCount }, () => pool.connect()));
+    const plans = { generic: 0, custom: 0 };
+    for (const client of clients) {
+      const { rows } = await client.query<{ generic_plans: string; custom_plans: string }>(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'roost_append_batch'",
+      );
+      plans.generic += Number(rows[0]?.generic_plans ?? 0);
+      plans.custom += Number(rows[0]?.custom_plans ?? 0);
+      client.release();
+    }
+    assert.equal(plans.custom, 0, 'no custom plan made');
+    assert.ok(plans.generic >= appends, `the generic plan ran for each append (${plans.generic})`);
   });
 
   test('wake-ups go out one announcement at a time, none dropped between them or at close', async () => {
