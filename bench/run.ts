@@ -57,6 +57,8 @@ const ALL = ['ingest', 'wake', 'polls', 'reading', 'smtp', 'prefilled', 'postgre
 const only = new Set(values.only ? values.only.split(',') : ALL);
 const timing = quick ? { durationS: 3, warmupS: 1 } : { durationS: 10, warmupS: 3 };
 const INGEST_ADDRESSES = quick ? 200 : 1000;
+/** PostgreSQL's light-load reference: few enough connections that most batches hold one delivery. */
+const LIGHT_CONNECTIONS = 4;
 const WAKE_TRIALS = quick ? 50 : 400;
 const POLL_ADDRESSES = quick ? 200 : 1000;
 const POLLS_PER_ADDRESS = 10;
@@ -282,12 +284,12 @@ async function main(): Promise<void> {
   let bare: LoadResult | undefined;
   // With its CPU a request, to set beside Roost's: unlike the rate, it leaves out what a
   // request waits for.
-  const measureBare = async (): Promise<LoadResult> => {
+  const measureBare = async (clients = connections): Promise<LoadResult> => {
     let mark: CpuMark | undefined;
     const result = await measureIngest(
       baseline.url,
       baselineInboxes(INGEST_ADDRESSES),
-      { connections, ...timing },
+      { connections: clients, ...timing },
       async () => void (mark = cpuMark(baseline)),
     );
     return { ...result, cpu: cpuLine(baseline, mark!, result.total) };
@@ -351,32 +353,44 @@ async function main(): Promise<void> {
       const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), { DATABASE_URL: url }) });
       try {
         const addresses = await createAddresses(roost.url, INGEST_ADDRESSES);
-        const before = await measureBare();
-        report(loadLine('baseline: bare Fastify, parse + 202', before));
-        let mark: CpuMark | undefined;
-        let postgresMark: ReturnType<typeof postgresCpuMark> | undefined;
-        const result = await profiled(roost, 'postgres', () =>
-          measureIngest(roost.url, addresses, { connections, ...timing }, async () => {
+        /** Roost's ingest at `clients` connections, with its CPU and PostgreSQL's processes' a request. */
+        const measure = async (clients: number): Promise<LoadResult> => {
+          let mark: CpuMark | undefined;
+          let postgresMark: ReturnType<typeof postgresCpuMark> | undefined;
+          const result = await measureIngest(roost.url, addresses, { connections: clients, ...timing }, async () => {
             mark = cpuMark(roost);
             postgresMark = postgresCpuMark();
-          }),
-        );
-        const postgresUs = postgresMark!.usPerUnit(result.total);
-        const cpu = `${cpuLine(roost, mark!, result.total)}; PostgreSQL's processes ${fmt(postgresUs)} µs`;
+          });
+          const postgresUs = postgresMark!.usPerUnit(result.total);
+          return {
+            ...result,
+            cpu: `${cpuLine(roost, mark!, result.total)}; PostgreSQL's processes ${fmt(postgresUs)} µs`,
+          };
+        };
+        // First a light load, as a service starts, where a batch holds one or two deliveries:
+        // what each costs the database when batches do not share it, and whether the
+        // connections that served it still plan well under the load that follows
+        // (BENCHMARKS.md, "planned at every call").
+        const light = await measure(LIGHT_CONNECTIONS);
+        const lightBase = await measureBare(LIGHT_CONNECTIONS);
+        const before = await measureBare();
+        report(loadLine('baseline: bare Fastify, parse + 202', before));
+        const result = await profiled(roost, 'postgres', () => measure(connections));
         const base = await bracketed(before, measureBare, httpBracket('req/s'));
         const inTurn = await interleave(SLICES, bareSlice, ingestSlice(roost.url, addresses));
         await stop(roost);
-        return { result, cpu, inTurn, base };
+        return { result, inTurn, base, light, lightBase };
       } finally {
         if (children.includes(roost)) await stop(roost);
       }
     });
     if (outcome.ok) {
-      const { result, cpu, inTurn, base } = outcome.value;
+      const { result, inTurn, base, light, lightBase } = outcome.value;
       const version = (await postgresVersion()).split(' ')[0];
       report(loadLine(`Roost on PostgreSQL ${version}, same machine`, result, 'req/s', base));
-      report(`${''.padEnd(44)} ${cpu}`);
       report(interleavedLine(inTurn, 'req/s'));
+      report(loadLine(`reference: ${LIGHT_CONNECTIONS} connections`, light, 'req/s', lightBase));
+      report(`${''.padEnd(44)} bare Fastify at ${LIGHT_CONNECTIONS} connections: ${fmt(lightBase.rps)} req/s`);
       await withBenchDatabase((url) =>
         durableLimit('limit: bare Fastify + batched INSERTs', ['--durable-postgres', url], result, base, true),
       );
