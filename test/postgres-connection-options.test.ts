@@ -81,10 +81,7 @@ describe('reading a DATABASE_URL as libpq does', () => {
   });
 
   test('settings go by statement: the session one, and BEGIN with SET LOCAL through a transaction pooler', () => {
-    assert.equal(
-      sessionSettingsSql(10_000),
-      'SET statement_timeout = 10000; SET plan_cache_mode = force_generic_plan',
-    );
+    assert.equal(sessionSettingsSql(10_000), 'SET statement_timeout = 10000; SET plan_cache_mode = force_generic_plan');
     assert.equal(beginSql('session', 10_000), 'BEGIN');
     assert.equal(beginSql('transaction', 10_000), 'BEGIN; SET LOCAL statement_timeout = 10000');
   });
