@@ -112,9 +112,9 @@ describe(
     });
 
     test('a pending migration the role may not run is refused at start, naming both versions and roost migrate', async () => {
-      // As an upgrade finds it: the newest migration (12, the callbacks table) not yet applied.
+      // As an upgrade finds it: the newest migration (13, the append batch's function) not yet applied.
       await withClient(db.url, async (c) => {
-        await c.query('DROP TABLE callbacks');
+        await c.query('DROP FUNCTION roost_append_batch');
         await c.query('DELETE FROM schema_migrations WHERE version = $1', [PG_SCHEMA_VERSION]);
       });
       const appUrl = withUser(db.url, role);

@@ -37,6 +37,7 @@ const LANDED = {
     10: 'b1a32732efc8e461',
     11: 'e3b0c44298fc1c14',
     12: '66cbda90f5daa746',
+    13: 'e3b0c44298fc1c14',
   },
   postgres: {
     1: '5ddd635e970e574f',
@@ -49,6 +50,7 @@ const LANDED = {
     10: 'e3b0c44298fc1c14',
     11: 'd2d6c581f0e0c871',
     12: 'c4b53faacb241523',
+    13: 'b3c528956e32cd02',
   },
 } as const;
 

@@ -10,7 +10,7 @@
 // one before.
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { fitsAsIs, fitsAsIsSql, makeRoom, type Evictable, type RoomDecision } from '../append-policy.js';
+import { fitsAsIs, makeRoom, type Evictable, type RoomDecision } from '../append-policy.js';
 import { Batches } from '../batches.js';
 import { newEventId } from '../event-ids.js';
 import { ADDRESSES, EVENTS, insertedEvent, pgArrays, placeholders, type Column } from '../tables.js';
@@ -60,7 +60,7 @@ function stillAdmits(row: Record<string, unknown>, admittedBy: InboxCredentials)
   );
 }
 
-/** The batch statement's input: each event column, then what the statement decides by. */
+/** The batch's input: each event column, then what the batch decides by; roost_append_batch's arguments, in order. */
 const BATCH_INPUT: ReadonlyArray<Column<unknown>> = [
   ...EVENTS.columns,
   { name: 'size_bytes', pgType: 'bigint', decode: Number },
@@ -71,71 +71,14 @@ const BATCH_INPUT: ReadonlyArray<Column<unknown>> = [
   ...ADMISSION.map(([column]) => ({ ...column, name: `admitted_${column.name}` })),
 ];
 const BATCH_TYPES = BATCH_INPUT.map((column) => column.pgType);
-const ADDRESS_IDS = `$${EVENTS.names.indexOf('address_id') + 1}::text[]`;
 
 const SQL = namedStatements('append', {
-  // Every append that arrives while the previous batches run, in one statement (one round
-  // trip, one transaction, one WAL flush). `locked` takes the addresses' row locks in id
-  // order, so that batches on any number of instances cannot deadlock one another. Each
-  // address's events are then numbered in arrival order (the input's ordinality) after the
-  // highest sequence it has handed out. An event goes in while it fits as the queue stands
-  // (append-policy.ts fitsAsIs, counting every sequence handed out as held), and only while
-  // every earlier one of its address went in too (`fits`, a prefix). Left out, for the
-  // full transaction to decide one at a time: an address that is unknown, deleted or
-  // expired at the delivery's time, or no longer as it admitted the delivery, a key the
-  // address already holds, anything that needs an eviction. The NOT EXISTS reads the
-  // statement's snapshot, which may predate a racing append of the same key that committed
-  // while this one waited for a lock: then the key's unique index refuses the INSERT, the
-  // statement rolls back whole, and every append of the batch runs on its own. The caller
-  // sends at most one append per (address, key): repeats inside a batch wait for the first.
-  batch: `
-    WITH input AS (
-      SELECT * FROM unnest(${pgArrays(BATCH_INPUT)})
-        WITH ORDINALITY AS t(${BATCH_INPUT.map((column) => column.name).join(', ')}, n)
-    ),
-    locked AS MATERIALIZED (
-      SELECT id, last_sequence, stored_bytes, expires_at, has_sender, ${ADMISSION_COLUMNS} FROM addresses
-      WHERE id = ANY(${ADDRESS_IDS}) ORDER BY id FOR UPDATE
-    ),
-    candidates AS (
-      SELECT i.*, l.last_sequence, l.stored_bytes,
-             row_number() OVER w AS k, sum(i.size_bytes) OVER w AS bytes_so_far
-      FROM input i JOIN locked l ON l.id = i.address_id
-      WHERE (l.expires_at IS NULL OR l.expires_at > i.created_at)
-        AND (i.admitted_ingress_secret_digest IS NULL OR (NOT l.has_sender AND ${ADMISSION.map(
-          ([{ name }]) => `l.${name} IS NOT DISTINCT FROM i.admitted_${name}`,
-        ).join(' AND ')}))
-        AND (i.dedupe_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM events e
-          WHERE e.address_id = i.address_id AND e.key_scope = i.key_scope AND e.dedupe_key = i.dedupe_key))
-      WINDOW w AS (PARTITION BY i.address_id ORDER BY i.n ROWS UNBOUNDED PRECEDING)
-    ),
-    accepted AS (
-      SELECT * FROM (
-        SELECT c.*, bool_and(${fitsAsIsSql({
-          held: 'c.last_sequence + c.k - 1',
-          heldBytes: 'c.stored_bytes + c.bytes_so_far - c.size_bytes',
-          size: 'c.size_bytes',
-          capacity: 'c.capacity',
-          maxBytes: 'c.max_bytes',
-        })}) OVER (PARTITION BY c.address_id ORDER BY c.n ROWS UNBOUNDED PRECEDING) AS fits
-        FROM candidates c
-      ) AS checked
-      WHERE fits
-    ),
-    bumped AS (
-      UPDATE addresses a SET last_sequence = a.last_sequence + per.events, stored_bytes = a.stored_bytes + per.bytes
-      FROM (SELECT address_id, count(*) AS events, sum(size_bytes) AS bytes FROM accepted GROUP BY address_id) AS per
-      WHERE a.id = per.address_id
-    ),
-    inserted AS (
-      INSERT INTO events (${EVENTS.list}, size_bytes, key_scope)
-      SELECT ${EVENTS.names.map((column) => (column === 'sequence' ? 'last_sequence + k' : column)).join(', ')},
-             size_bytes, key_scope
-      FROM accepted
-      RETURNING id, sequence
-    )
-    SELECT id, sequence FROM inserted`,
+  // Every append that arrives while the previous batches run, in one call (one round trip,
+  // one transaction, one WAL flush) of the function of migration 13, which locks the
+  // addresses, numbers the events and inserts those that go in as they are; what it leaves
+  // out, the full transaction below decides (postgres/migrations.ts, version 13). A
+  // function keeps its plan on each server connection, a pooler's included.
+  batch: `SELECT event_id AS id, event_sequence AS sequence FROM roost_append_batch(${pgArrays(BATCH_INPUT)})`,
 
   // The full append transaction, in order. The UPDATE takes the address row lock (held until
   // COMMIT) and hands out the next sequence; it finds no row when the address is unknown,

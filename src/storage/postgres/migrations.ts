@@ -230,4 +230,92 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: 
       CREATE INDEX callbacks_due ON callbacks (expires_at) WHERE status = 'waiting';
     `,
   },
+  {
+    version: 13,
+    name: 'the append batch as a function that keeps its plan on each server connection',
+    // events-append.ts sends every append that arrives while the previous batches run as one
+    // call of this function: one round trip, one transaction, one WAL flush. As a function
+    // its plan is kept by each server connection, whoever holds it: through a transaction
+    // pooler, where every statement goes unnamed, the statement itself was planned again at
+    // every call, and planning cost the database more than running it (BENCHMARKS.md, "kept
+    // by the function"). The SET clause keeps one generic plan whatever the batches' sizes.
+    // Arguments: the events' columns as arrays, then what the batch decides by (BATCH_INPUT).
+    //
+    // `locked` takes the addresses' row locks in id order, so that batches on any number of
+    // instances cannot deadlock one another. Each address's events are then numbered in
+    // arrival order (the input's ordinality) after the highest sequence it has handed out.
+    // An event goes in while it fits as the queue stands (append-policy.ts fitsAsIs, counting
+    // every sequence handed out as held; test/postgres-batched-appends.test.ts checks the
+    // expression against fitsAsIsSql), and only while every earlier one of its address went
+    // in too (`fits`, a prefix). Left out, for the full transaction to decide one at a time:
+    // an address that is unknown, deleted or expired at the delivery's time, or no longer as
+    // it admitted the delivery, a key the address already holds, anything that needs an
+    // eviction. The NOT EXISTS reads the query's snapshot, which may predate a racing append
+    // of the same key that committed while this one waited for a lock: then the key's unique
+    // index refuses the INSERT, the call fails whole, and every append of the batch runs on
+    // its own. The caller sends at most one append per (address, key).
+    // Changing the batch: add a migration with a function of a new name, so that instances
+    // still running the old build keep theirs until they stop.
+    sql: `
+      CREATE FUNCTION roost_append_batch(
+        text[], text[], bigint[], text[], text[], text[], text[], text[], bigint[], bigint[],
+        bigint[], bigint[], bigint[], text[], text[], text[], bigint[]
+      ) RETURNS TABLE (event_id text, event_sequence bigint)
+        LANGUAGE plpgsql VOLATILE
+        SET plan_cache_mode = force_generic_plan
+      AS $$
+      #variable_conflict use_column
+      BEGIN
+        RETURN QUERY
+        WITH input AS (
+          SELECT * FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+            WITH ORDINALITY AS t(id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at,
+              acknowledged_at, size_bytes, capacity, max_bytes, key_scope, admitted_ingress_secret_digest,
+              admitted_previous_ingress_digest, admitted_previous_ingress_until, n)
+        ),
+        locked AS MATERIALIZED (
+          SELECT id, last_sequence, stored_bytes, expires_at, has_sender, ingress_secret_digest,
+                 previous_ingress_digest, previous_ingress_until
+          FROM addresses WHERE id = ANY($2) ORDER BY id FOR UPDATE
+        ),
+        candidates AS (
+          SELECT i.*, l.last_sequence, l.stored_bytes,
+                 row_number() OVER w AS k, sum(i.size_bytes) OVER w AS bytes_so_far
+          FROM input i JOIN locked l ON l.id = i.address_id
+          WHERE (l.expires_at IS NULL OR l.expires_at > i.created_at)
+            AND (i.admitted_ingress_secret_digest IS NULL OR (NOT l.has_sender
+              AND l.ingress_secret_digest IS NOT DISTINCT FROM i.admitted_ingress_secret_digest
+              AND l.previous_ingress_digest IS NOT DISTINCT FROM i.admitted_previous_ingress_digest
+              AND l.previous_ingress_until IS NOT DISTINCT FROM i.admitted_previous_ingress_until))
+            AND (i.dedupe_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM events e
+              WHERE e.address_id = i.address_id AND e.key_scope = i.key_scope AND e.dedupe_key = i.dedupe_key))
+          WINDOW w AS (PARTITION BY i.address_id ORDER BY i.n ROWS UNBOUNDED PRECEDING)
+        ),
+        accepted AS (
+          SELECT * FROM (
+            SELECT c.*, bool_and((c.last_sequence + c.k - 1 + 1 <= c.capacity AND (c.max_bytes = 0 OR c.stored_bytes + c.bytes_so_far - c.size_bytes + c.size_bytes <= c.max_bytes)))
+                     OVER (PARTITION BY c.address_id ORDER BY c.n ROWS UNBOUNDED PRECEDING) AS fits
+            FROM candidates c
+          ) AS checked
+          WHERE fits
+        ),
+        bumped AS (
+          UPDATE addresses a
+          SET last_sequence = a.last_sequence + per.events, stored_bytes = a.stored_bytes + per.bytes
+          FROM (SELECT address_id, count(*) AS events, sum(size_bytes) AS bytes FROM accepted GROUP BY address_id) AS per
+          WHERE a.id = per.address_id
+        ),
+        inserted AS (
+          INSERT INTO events (id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at,
+                              acknowledged_at, size_bytes, key_scope)
+          SELECT id, address_id, last_sequence + k, type, source, data, metadata, dedupe_key, created_at,
+                 acknowledged_at, size_bytes, key_scope
+          FROM accepted
+          RETURNING id, sequence
+        )
+        SELECT inserted.id, inserted.sequence FROM inserted;
+      END $$;
+    `,
+  },
 ];

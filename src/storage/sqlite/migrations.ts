@@ -359,4 +359,10 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX callbacks_due ON callbacks (expires_at) WHERE status = 'waiting';
     `,
   },
+  {
+    version: 13,
+    name: 'the append batch as a function that keeps its plan on each server connection',
+    // PostgreSQL's migration 13; SQLite's writer runs its batches as statements it keeps prepared.
+    sql: '',
+  },
 ];
