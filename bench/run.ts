@@ -35,6 +35,7 @@ import { interleave, type InterleavedRatio } from './interleaved.js';
 import { meanSmtp, measureSmtp, type SmtpResult } from './smtp.js';
 import { measureWake } from './wake.js';
 import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
+import { pgbouncerSkipReason, startPgBouncer } from '../test/helpers/pgbouncer.js';
 
 const { values } = parseArgs({
   options: {
@@ -248,6 +249,30 @@ async function durableLimit(
   }
 }
 
+/**
+ * Roost on the database of `url` through PgBouncer in transaction pooling, as many instances
+ * share one database (docs/scale-out.md, PgBouncer): every statement unnamed, every lone one
+ * in a transaction of its own; LISTEN goes direct. Why not, when PgBouncer is not here.
+ */
+async function throughPooler(
+  url: string,
+  measure: (server: BenchChild) => Promise<LoadResult>,
+): Promise<LoadResult | string> {
+  if (pgbouncerSkipReason) return pgbouncerSkipReason;
+  const bouncer = await startPgBouncer('transaction', url);
+  try {
+    const env = { DATABASE_URL: bouncer.through(url), ROOST_PG_LISTEN_URL: url };
+    const roost = await start('bench/server.ts', { env: roostEnv(freshDb(), env) });
+    try {
+      return await measure(roost);
+    } finally {
+      await stop(roost);
+    }
+  } finally {
+    await bouncer.stop();
+  }
+}
+
 /** The reading figure on a Roost that keeps no event from one read to the next. */
 async function readCold(): Promise<LoadResult> {
   const roost = await start('bench/server.ts', {
@@ -354,17 +379,17 @@ async function main(): Promise<void> {
       try {
         const addresses = await createAddresses(roost.url, INGEST_ADDRESSES);
         /** Roost's ingest at `clients` connections, with its CPU and PostgreSQL's processes' a request. */
-        const measure = async (clients: number): Promise<LoadResult> => {
+        const measure = async (clients: number, server = roost): Promise<LoadResult> => {
           let mark: CpuMark | undefined;
           let postgresMark: ReturnType<typeof postgresCpuMark> | undefined;
-          const result = await measureIngest(roost.url, addresses, { connections: clients, ...timing }, async () => {
-            mark = cpuMark(roost);
+          const result = await measureIngest(server.url, addresses, { connections: clients, ...timing }, async () => {
+            mark = cpuMark(server);
             postgresMark = postgresCpuMark();
           });
           const postgresUs = postgresMark!.usPerUnit(result.total);
           return {
             ...result,
-            cpu: `${cpuLine(roost, mark!, result.total)}; PostgreSQL's processes ${fmt(postgresUs)} µs`,
+            cpu: `${cpuLine(server, mark!, result.total)}; PostgreSQL's processes ${fmt(postgresUs)} µs`,
           };
         };
         // First a light load, as a service starts, where a batch holds one or two deliveries:
@@ -379,18 +404,21 @@ async function main(): Promise<void> {
         const base = await bracketed(before, measureBare, httpBracket('req/s'));
         const inTurn = await interleave(SLICES, bareSlice, ingestSlice(roost.url, addresses));
         await stop(roost);
-        return { result, inTurn, base, light, lightBase };
+        const pooled = await throughPooler(url, (server) => measure(connections, server));
+        return { result, inTurn, base, light, lightBase, pooled };
       } finally {
         if (children.includes(roost)) await stop(roost);
       }
     });
     if (outcome.ok) {
-      const { result, inTurn, base, light, lightBase } = outcome.value;
+      const { result, inTurn, base, light, lightBase, pooled } = outcome.value;
       const version = (await postgresVersion()).split(' ')[0];
       report(loadLine(`Roost on PostgreSQL ${version}, same machine`, result, 'req/s', base));
       report(interleavedLine(inTurn, 'req/s'));
       report(loadLine(`reference: ${LIGHT_CONNECTIONS} connections`, light, 'req/s', lightBase));
       report(`${''.padEnd(44)} bare Fastify at ${LIGHT_CONNECTIONS} connections: ${fmt(lightBase.rps)} req/s`);
+      if (typeof pooled === 'string') report(`reference: via PgBouncer: skipped, ${pooled}`);
+      else report(loadLine('reference: via PgBouncer, transaction mode', pooled, 'req/s', base));
       await withBenchDatabase((url) =>
         durableLimit('limit: bare Fastify + batched INSERTs', ['--durable-postgres', url], result, base, true),
       );

@@ -2,7 +2,8 @@
 // pooling mode, in front of the test PostgreSQL: its own ini, user list and log in a temp
 // folder, on a free port. PgBouncer will not run as root, so as root it is started with
 // `-u postgres`. Without the binary these tests skip with the reason, except under
-// CI=true, where .ci/run installs it and they must run.
+// CI=true, where .ci/run installs it and they must run. The bench (bench/run.ts) runs Roost
+// through one too.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,12 +45,16 @@ async function listening(port: number, child: ChildProcess, log: () => string): 
   }
 }
 
-export async function startPgBouncer(poolMode: 'session' | 'transaction'): Promise<Bouncer> {
+/** PgBouncer in front of the PostgreSQL server of `upstreamUrl` (the tests' by default). */
+export async function startPgBouncer(
+  poolMode: 'session' | 'transaction',
+  upstreamUrl: string = ADMIN_URL,
+): Promise<Bouncer> {
   if (!BINARY) throw new Error(pgbouncerSkipReason);
   const dir = mkdtempSync(join(tmpdir(), 'roost-pgbouncer-'));
   chmodSync(dir, 0o777);
   const port = await freePort();
-  const upstream = new URL(ADMIN_URL);
+  const upstream = new URL(upstreamUrl);
   const user = decodeURIComponent(upstream.username || 'postgres');
   writeFileSync(join(dir, 'userlist.txt'), `"${user}" ""\n"roost_app" ""\n"roost_owner" ""\n`);
   // No ignore_startup_parameters: a client that sends statement_timeout at login is refused,
