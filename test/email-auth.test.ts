@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { authenticate as mailauthAuthenticate } from 'mailauth';
 import nodemailer from 'nodemailer';
+import { checkedBytes } from '../src/smtp/authenticate.js';
 import { createAddress, listEvents, type CreatedAddress } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { SmtpDialogue } from './helpers/smtp.js';
@@ -221,5 +223,43 @@ describe('unreachable DNS', () => {
     assert.equal(authentication.spf, 'temperror');
     assert.equal(authentication.dmarc, 'temperror');
     assert.equal(authentication.verdict, 'none');
+  });
+});
+
+describe('what mailauth reads of a message', () => {
+  const check = async (raw: Buffer) => {
+    const result = await mailauthAuthenticate(raw, {
+      ip: '192.0.2.7',
+      helo: 'mx.good.example',
+      sender: 'alerts@good.example',
+      mta: 'roost.test',
+      resolver,
+      disableArc: true,
+      disableBimi: true,
+    });
+    return {
+      spf: result.spf && { status: result.spf.status, domain: result.spf.domain },
+      headerFrom: result.dkim.headerFrom,
+      dkim: result.dkim.results.map((row) => row.status),
+      dmarc: result.dmarc && result.dmarc.status,
+    };
+  };
+
+  test('an unsigned message: its header block alone, judged as the whole message is', async () => {
+    const head = 'From: <alerts@good.example>\r\nTo: <a@roost.test>\r\nSubject: Build done\r\n\r\n';
+    const raw = Buffer.concat([Buffer.from(head), Buffer.alloc(1 << 20, 'All green. ')]);
+    const read = checkedBytes(raw);
+    assert.equal(read.toString(), head);
+    assert.deepEqual(await check(read), await check(raw));
+  });
+
+  test('a signed message, or a header block that names DKIM-Signature anywhere: the whole message', async () => {
+    const signed = await signedMessage('a@roost.test');
+    assert.equal(checkedBytes(signed), signed);
+    // Bare line feeds in the header block, a blank CRLF line only in the body: not cut there.
+    const bare = Buffer.from(
+      'DKIM-Signature: v=1; d=good.example; s=sel1; bh=x; b=y\nFrom: <alerts@good.example>\n\nline\r\n\r\nmore\r\n',
+    );
+    assert.equal(checkedBytes(bare), bare);
   });
 });

@@ -122,14 +122,18 @@ export function aligned(a: string | null | undefined, b: string | null | undefin
 }
 
 /**
- * The raw message with DKIM-Signature fields past the first MAX_DKIM_SIGNATURES removed,
- * for the check only: mailauth hashes the body once per distinct l= and looks a key up
- * per signature, so a sender could otherwise make one message cost 1,000 of each.
+ * The raw message as the check reads it. With DKIM-Signature fields, those past the first
+ * MAX_DKIM_SIGNATURES are removed: mailauth hashes the body once per distinct l= and looks a
+ * key up per signature, so a sender could otherwise make one message cost 1,000 of each.
+ * With none, only the header block: there is no body to hash, and mailauth would read the
+ * whole message all the same (BENCHMARKS.md, "header block alone").
  */
-export function withFewSignatures(raw: Buffer): Buffer {
+export function checkedBytes(raw: Buffer): Buffer {
   let end = raw.indexOf('\r\n\r\n');
   if (end < 0) end = raw.length;
   const head = raw.subarray(0, end).toString('latin1');
+  // Searched as text, not by field: a header block with bare line feeds is not split below.
+  if (!/dkim-signature/i.test(head)) return end === raw.length ? raw : raw.subarray(0, end + 4);
   const fields = head.split(/\r\n(?![ \t])/);
   let seen = 0;
   const kept = fields.filter((field) => !/^dkim-signature\s*:/i.test(field) || ++seen <= MAX_DKIM_SIGNATURES);
@@ -139,7 +143,7 @@ export function withFewSignatures(raw: Buffer): Buffer {
 
 export async function authenticate(input: AuthenticateInput, resolver: DnsResolver): Promise<AuthenticationSummary> {
   const { authenticate: mailauthAuthenticate } = await loadMailauth();
-  const result = await mailauthAuthenticate(withFewSignatures(input.raw), {
+  const result = await mailauthAuthenticate(checkedBytes(input.raw), {
     ip: input.ip,
     helo: input.helo,
     sender: input.sender,
