@@ -125,8 +125,9 @@ export function aligned(a: string | null | undefined, b: string | null | undefin
  * The raw message as the check reads it. With DKIM-Signature fields, those past the first
  * MAX_DKIM_SIGNATURES are removed: mailauth hashes the body once per distinct l= and looks a
  * key up per signature, so a sender could otherwise make one message cost 1,000 of each.
- * With none, only the header block: there is no body to hash, and mailauth would read the
- * whole message all the same (BENCHMARKS.md, "header block alone").
+ * With none, only the header block: there is no body to hash (ARC, which would hash it too,
+ * is not checked), and mailauth would read the whole message all the same (BENCHMARKS.md,
+ * "header block alone").
  */
 export function checkedBytes(raw: Buffer): Buffer {
   let end = raw.indexOf('\r\n\r\n');
