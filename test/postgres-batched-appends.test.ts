@@ -207,7 +207,8 @@ describe('caps, gone addresses and admissions in batches', { skip: skip ? `skipp
     // a function; left to choose, PostgreSQL would plan afresh for each batch of one or two
     // (BENCHMARKS.md, "planned at every call"). auto_explain, loaded into this session, shows
     // each plan: a generic one names the function's parameters (`ANY ($2)`), one made for a
-    // call shows its values. The session itself leaves the choice to PostgreSQL.
+    // call shows its values. As through a transaction pooler, each call is an unnamed
+    // statement in a transaction of its own, and the session leaves the choice to PostgreSQL.
     const address = addressRecord();
     await one.insertAddress(address);
     const calls = 12;

@@ -140,9 +140,10 @@ export function connectionSettings(url: string, setting: string): ConnectionSett
 /**
  * The session's settings, as one simple query sent right after connecting: a pooler passes a
  * statement on where it refuses an unknown startup parameter (`statement_timeout`). Each
- * prepared statement keeps one generic plan: left to choose, PostgreSQL plans the append
- * batch afresh at every call while batches stay small, and planning it costs more than
- * running it (BENCHMARKS.md, "planned at every call").
+ * prepared statement keeps one generic plan: left to choose, PostgreSQL plans a statement
+ * that takes a batch's arrays afresh at every call while batches stay small, and planning
+ * can cost more than running (BENCHMARKS.md, "planned at every call"). The append batch's
+ * function sets the same for itself (migration 13), since a pooler runs it on any session.
  */
 export function sessionSettingsSql(statementTimeoutMs: number): string {
   return `SET statement_timeout = ${Math.trunc(statementTimeoutMs)}; SET plan_cache_mode = force_generic_plan`;
