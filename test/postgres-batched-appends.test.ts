@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { fitsAsIsSql } from '../src/storage/append-policy.js';
 import { PostgresStorage } from '../src/storage/postgres/engine.js';
+import { ANNOUNCE_SPACING_MS } from '../src/storage/postgres/events-append.js';
 import type { AppendInput, AppendResult } from '../src/storage/storage.js';
 import { addressRecord, appendInput, senderRecord } from './helpers/records.js';
 import { eventually } from './helpers/engines.js';
@@ -305,6 +306,43 @@ describe('caps, gone addresses and admissions in batches', { skip: skip ? `skipp
       await three.close();
       await eventually(() => addresses.every((a) => heard.has(a.id)), 'every address heard by the other instance');
       assert.equal(proxy.mostDelayedAtOnce, 1, 'one announcement under way at a time');
+    } finally {
+      stop();
+      await three.close();
+      await proxy.close();
+    }
+  });
+
+  test('under load, announcements start ANNOUNCE_SPACING_MS apart; every wake-up still arrives', async () => {
+    // Appends one after another, each committed in about a round trip: sent as each commit
+    // came back, announcements would follow each other that closely (events-append.ts).
+    const proxy = await startTcpProxy(Number(new URL(db.url).port || 5432));
+    const viaProxy = new URL(db.url);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    const heard = new Set<string>();
+    const stop = two.onExternalChange((id) => heard.add(id));
+    const three = await PostgresStorage.open(loadConfig({ DATABASE_URL: viaProxy.href, ROOST_PG_POOL_SIZE: '4' }));
+    try {
+      const sent = proxy.recordArrivals('roost_append_announce');
+      const addresses = Array.from({ length: 200 }, () => addressRecord());
+      for (const address of addresses) assert.equal(await one.insertAddress(address), 'ok');
+      const appended: string[] = [];
+      for (const address of addresses) {
+        const result = await three.appendEvent({ event: appendInput(address.id), capacity: CAPACITY });
+        assert.equal(result.status, 'created');
+        appended.push(address.id);
+        if (sent.length >= 6) break;
+      }
+      await eventually(() => appended.every((id) => heard.has(id)), 'every address heard by the other instance');
+      assert.ok(sent.length >= 6, `announcements seen: ${sent.length}`);
+      assert.ok(appended.length > sent.length, `${appended.length} appends went out in ${sent.length} announcements`);
+      // The proxy's clock, not Roost's: a millisecond allowed for the two hops' jitter.
+      const gaps = sent.slice(1).map((at, i) => at - sent[i]);
+      assert.ok(
+        gaps.every((gap) => gap >= ANNOUNCE_SPACING_MS - 1),
+        `gaps between announcements: ${gaps.map((gap) => gap.toFixed(2)).join(', ')} ms`,
+      );
     } finally {
       stop();
       await three.close();

@@ -14,6 +14,8 @@ export interface TcpProxy {
   cutAfterSending(marker: string): Promise<void>;
   /** From now on, bytes from Roost that contain `marker` reach the server `ms` later; what follows on their connection waits behind them. */
   delaySending(marker: string, ms: number): void;
+  /** From now on, when (performance.now()) each chunk from Roost that contains `marker` reached the proxy. */
+  recordArrivals(marker: string): number[];
   /** The most connections holding back a chunk with the delayed marker at one time. */
   readonly mostDelayedAtOnce: number;
   close(): Promise<void>;
@@ -23,6 +25,7 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   let armed: { marker: Buffer; cut: () => void } | undefined;
   let delay: { marker: Buffer; ms: number } | undefined;
   let delayed = 0;
+  const recorded: Array<{ marker: Buffer; times: number[] }> = [];
   let mostDelayedAtOnce = 0;
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
@@ -32,6 +35,7 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     let cut = false;
     let sending = Promise.resolve();
     client.on('data', (chunk) => {
+      for (const { marker, times } of recorded) if (chunk.includes(marker)) times.push(performance.now());
       if (delay) {
         const held = chunk.includes(delay.marker) ? delay.ms : 0;
         sending = sending.then(async () => {
@@ -74,6 +78,11 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     port: (server.address() as { port: number }).port,
     cutAfterSending: (marker) => new Promise((resolve) => (armed = { marker: Buffer.from(marker), cut: resolve })),
     delaySending: (marker, ms) => void (delay = { marker: Buffer.from(marker), ms }),
+    recordArrivals: (marker) => {
+      const times: number[] = [];
+      recorded.push({ marker: Buffer.from(marker), times });
+      return times;
+    },
     get mostDelayedAtOnce() {
       return mostDelayedAtOnce;
     },

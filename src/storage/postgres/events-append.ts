@@ -5,9 +5,9 @@
 // Appends that arrive together go as one statement (batches.ts); what it cannot decide
 // alone runs through the full transaction. A committed append is announced with
 // `NOTIFY roost_wake, '<addressId>'` after its commit, one announcement under way at a
-// time — not inside the append's transaction, where a NOTIFY's lock, one for the whole
-// server (docs/scale-out.md), would make every commit, and its WAL flush, wait for the
-// one before.
+// time and, under load, one every ANNOUNCE_SPACING_MS at most — not inside the append's
+// transaction, where a NOTIFY's lock, one for the whole server (docs/scale-out.md), would
+// make every commit, and its WAL flush, wait for the one before.
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { fitsAsIs, makeRoom, type Evictable, type RoomDecision } from '../append-policy.js';
@@ -27,6 +27,15 @@ import { isUnavailableFailure, isUniqueViolation, storageError } from './errors.
 import { insertParts } from './email-parts.js';
 import { LIVE } from './addresses.js';
 import { WAKE_CHANNEL } from './listener.js';
+
+/**
+ * Under sustained load, announcements start at least this far apart. Each is a transaction
+ * of its own on the database, with the server-wide NOTIFY lock held through its WAL flush;
+ * sent as fast as they complete, they take a share of the instance's and the database's CPU
+ * that the wake-ups do not need (BENCHMARKS.md, "announcements spaced"). A lone announcement
+ * goes at once; under load, other instances' polls hear of a commit up to this much later.
+ */
+export const ANNOUNCE_SPACING_MS = 5;
 
 /**
  * Append batches run two at a time, each on its own pooled connection: one travels and is
@@ -126,6 +135,12 @@ export class PgAppends {
   private toAnnounce = new Set<string>();
   /** The announcement under way, if any. */
   private announcing: Promise<void> | undefined;
+  /** Cancels the next announcement's timer, while one is set. */
+  private cancelNext: (() => void) | undefined;
+  /** When the last announcement started (performance.now()). */
+  private lastAnnouncedAt = -Infinity;
+  /** Closing: what is left goes at once, without spacing. */
+  private closing = false;
   private closed = false;
 
   constructor(
@@ -350,20 +365,47 @@ export class PgAppends {
    * committed. One announcement is under way at a time: the wake-ups that come meanwhile
    * wait for it and go out together in the next, so that announcements hold one pooled
    * connection at most, however slow the database is to answer them (BENCHMARKS.md,
-   * "wake-ups one at a time"). A wake-up carries no data and a lost one costs latency, never
-   * correctness: should this one fail (or the process die first), polls held elsewhere
-   * answer at their timeout and find the event then. Acknowledgements are announced the
-   * same way (streams tell their readers, docs/api.md §4.1).
+   * "wake-ups one at a time"), and under load they start ANNOUNCE_SPACING_MS apart. A
+   * wake-up carries no data and a lost one costs latency, never correctness: should this
+   * one fail (or the process die first), polls held elsewhere answer at their timeout and
+   * find the event then. Acknowledgements are announced the same way (streams tell their
+   * readers, docs/api.md §4.1).
    */
   announce(addressId: string): void {
-    if (this.toAnnounce.size === 0 && this.announcing === undefined) setImmediate(() => this.sendAnnouncements());
     this.toAnnounce.add(addressId);
+    this.scheduleAnnouncement();
+  }
+
+  /**
+   * Sets off the next announcement, unless one is under way or already set off: a turn of the
+   * event loop from now, so that the turn's appends go together, or ANNOUNCE_SPACING_MS after
+   * the last one started, if that is later.
+   */
+  private scheduleAnnouncement(): void {
+    if (this.announcing !== undefined || this.cancelNext !== undefined || this.toAnnounce.size === 0) return;
+    if (this.closing) return this.sendAnnouncements();
+    const wait = this.lastAnnouncedAt + ANNOUNCE_SPACING_MS - performance.now();
+    if (wait > 0) {
+      // Asks again when it fires: a timer can fire early by what the event loop's clock lags.
+      const timer = setTimeout(() => {
+        this.cancelNext = undefined;
+        this.scheduleAnnouncement();
+      }, wait);
+      this.cancelNext = () => clearTimeout(timer);
+    } else {
+      const immediate = setImmediate(() => {
+        this.cancelNext = undefined;
+        this.sendAnnouncements();
+      });
+      this.cancelNext = () => clearImmediate(immediate);
+    }
   }
 
   private sendAnnouncements(): void {
     if (this.announcing !== undefined || this.toAnnounce.size === 0 || this.closed) return;
     const ids = [...this.toAnnounce];
     this.toAnnounce.clear();
+    this.lastAnnouncedAt = performance.now();
     this.announcing = this.db
       .query(SQL.announce, [ids])
       .then(
@@ -376,14 +418,17 @@ export class PgAppends {
       )
       .then(() => {
         this.announcing = undefined;
-        this.sendAnnouncements();
+        this.scheduleAnnouncement();
       });
   }
 
   /** Sends the last appends' wake-ups; resolves once they are out. */
   async close(): Promise<void> {
-    // Each announcement, once done, sends what came meanwhile: wait until none is under way.
-    this.sendAnnouncements();
+    // What waits for its spacing goes now; each announcement, once done, sends what came meanwhile.
+    this.closing = true;
+    this.cancelNext?.();
+    this.cancelNext = undefined;
+    this.scheduleAnnouncement();
     while (this.announcing !== undefined) await this.announcing;
     this.closed = true;
   }
