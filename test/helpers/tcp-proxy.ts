@@ -14,7 +14,10 @@ export interface TcpProxy {
   cutAfterSending(marker: string): Promise<void>;
   /** From now on, bytes from Roost that contain `marker` reach the server `ms` later; what follows on their connection waits behind them. */
   delaySending(marker: string, ms: number): void;
-  /** From now on, when (performance.now()) each chunk from Roost that contains `marker` reached the proxy. */
+  /**
+   * From now on, when (performance.now()) each statement whose bytes contain `marker` began
+   * to reach the proxy: once per statement, up to its Sync, however its messages were split.
+   */
   recordArrivals(marker: string): number[];
   /** The most connections holding back a chunk with the delayed marker at one time. */
   readonly mostDelayedAtOnce: number;
@@ -34,8 +37,16 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     let sawMarker = false;
     let cut = false;
     let sending = Promise.resolve();
+    /** The recorded markers seen on this connection since its last Sync. */
+    const open = new Set<Buffer>();
     client.on('data', (chunk) => {
-      for (const { marker, times } of recorded) if (chunk.includes(marker)) times.push(performance.now());
+      for (const { marker, times } of recorded) {
+        if (!open.has(marker) && chunk.includes(marker)) {
+          times.push(performance.now());
+          open.add(marker);
+        }
+      }
+      if (chunk.includes(SYNC)) open.clear();
       if (delay) {
         const held = chunk.includes(delay.marker) ? delay.ms : 0;
         sending = sending.then(async () => {

@@ -30,10 +30,10 @@ import { WAKE_CHANNEL } from './listener.js';
 
 /**
  * Under sustained load, announcements start at least this far apart. Each is a transaction
- * of its own on the database, with the server-wide NOTIFY lock held through its WAL flush;
- * sent as fast as they complete, they take a share of the instance's and the database's CPU
- * that the wake-ups do not need (BENCHMARKS.md, "announcements spaced"). A lone announcement
- * goes at once; under load, other instances' polls hear of a commit up to this much later.
+ * of its own on the database that takes the server-wide NOTIFY lock; sent as fast as they
+ * complete, they take a share of the instance's and the database's CPU that the wake-ups do
+ * not need (BENCHMARKS.md, "announcements spaced"). A lone announcement goes at once; under
+ * load, other instances' polls hear of a commit up to this much later.
  */
 export const ANNOUNCE_SPACING_MS = 5;
 
