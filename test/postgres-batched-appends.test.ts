@@ -280,17 +280,28 @@ describe('caps, gone addresses and admissions in batches', { skip: skip ? `skipp
     assert.ok(body.includes(`bool_and(${fit})`), `the function's fit is fitsAsIsSql's: ${fit}`);
   });
 
-  test('wake-ups go out one announcement at a time, none dropped between them or at close', async () => {
-    // Each announcement is held back on its way to the database, so that appends commit
-    // while one is under way: they must wait for it and go out together in the next
-    // (events-append.ts announce), and the instance's close must still send them.
+  /** A third instance whose pool goes through a TCP proxy, and the addresses the second hears of. */
+  async function thirdBehindProxy() {
     const proxy = await startTcpProxy(Number(new URL(db.url).port || 5432));
     const viaProxy = new URL(db.url);
     viaProxy.hostname = '127.0.0.1';
     viaProxy.port = String(proxy.port);
     const heard = new Set<string>();
-    const stop = two.onExternalChange((id) => heard.add(id));
+    const unsubscribe = two.onExternalChange((id) => heard.add(id));
     const three = await PostgresStorage.open(loadConfig({ DATABASE_URL: viaProxy.href, ROOST_PG_POOL_SIZE: '4' }));
+    const stop = async () => {
+      unsubscribe();
+      await three.close();
+      await proxy.close();
+    };
+    return { proxy, three, heard, stop };
+  }
+
+  test('wake-ups go out one announcement at a time, none dropped between them or at close', async () => {
+    // Each announcement is held back on its way to the database, so that appends commit
+    // while one is under way: they must wait for it and go out together in the next
+    // (events-append.ts announce), and the instance's close must still send them.
+    const { proxy, three, heard, stop } = await thirdBehindProxy();
     try {
       proxy.delaySending('roost_append_announce', 150);
       const addresses = Array.from({ length: 18 }, () => addressRecord());
@@ -307,22 +318,14 @@ describe('caps, gone addresses and admissions in batches', { skip: skip ? `skipp
       await eventually(() => addresses.every((a) => heard.has(a.id)), 'every address heard by the other instance');
       assert.equal(proxy.mostDelayedAtOnce, 1, 'one announcement under way at a time');
     } finally {
-      stop();
-      await three.close();
-      await proxy.close();
+      await stop();
     }
   });
 
   test('under load, announcements start ANNOUNCE_SPACING_MS apart; every wake-up still arrives', async () => {
     // Appends one after another, each committed in about a round trip: sent as each commit
     // came back, announcements would follow each other that closely (events-append.ts).
-    const proxy = await startTcpProxy(Number(new URL(db.url).port || 5432));
-    const viaProxy = new URL(db.url);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(proxy.port);
-    const heard = new Set<string>();
-    const stop = two.onExternalChange((id) => heard.add(id));
-    const three = await PostgresStorage.open(loadConfig({ DATABASE_URL: viaProxy.href, ROOST_PG_POOL_SIZE: '4' }));
+    const { proxy, three, heard, stop } = await thirdBehindProxy();
     try {
       const sent = proxy.recordArrivals('roost_append_announce');
       const addresses = Array.from({ length: 200 }, () => addressRecord());
@@ -344,9 +347,7 @@ describe('caps, gone addresses and admissions in batches', { skip: skip ? `skipp
         `gaps between announcements: ${gaps.map((gap) => gap.toFixed(2)).join(', ')} ms`,
       );
     } finally {
-      stop();
-      await three.close();
-      await proxy.close();
+      await stop();
     }
   });
 
