@@ -23,9 +23,12 @@ export interface ServerProcess {
 export async function spawnServer(
   env: Record<string, string>,
   timeoutMs = 60_000,
-  options: { built?: boolean } = {},
+  options: { built?: boolean; nodeArgs?: string[] } = {},
 ): Promise<ServerProcess> {
-  const args = options.built ? ['dist/cli.js', 'serve'] : ['--import', 'tsx', 'src/cli.ts', 'serve'];
+  const args = [
+    ...(options.nodeArgs ?? []),
+    ...(options.built ? ['dist/cli.js', 'serve'] : ['--import', 'tsx', 'src/cli.ts', 'serve']),
+  ];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: {
