@@ -23,7 +23,11 @@ export interface ServerProcess {
 export async function spawnServer(
   env: Record<string, string>,
   timeoutMs = 60_000,
-  options: { built?: boolean; nodeArgs?: string[] } = {},
+  options: {
+    built?: boolean;
+    /** Node's flags, given before the script: NODE_OPTIONS refuses some of V8's. */
+    nodeArgs?: string[];
+  } = {},
 ): Promise<ServerProcess> {
   const args = [
     ...(options.nodeArgs ?? []),
